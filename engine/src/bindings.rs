@@ -1,0 +1,148 @@
+//! Host inputs: the names a program reads that the host binds (LANGUAGE.md §3.2).
+//!
+//! An input is one value shared by every lane (a scalar or a matrix) or one value per lane.
+//! Scalar and per-lane inputs are **parameters** by default — the differentiable leaves whose
+//! gradients the backward pass reports; [`Bindings::constant`] binds a non-differentiable one.
+
+use crate::error::{Error, ErrorKind, Result};
+use crate::real::Real;
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Input<R> {
+    /// One number, broadcast to every lane.
+    Scalar(R),
+    /// One number per lane.
+    Lanes(Vec<R>),
+    /// One matrix shared by every lane, row-major.
+    Matrix {
+        rows: usize,
+        cols: usize,
+        data: Vec<R>,
+    },
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Binding<R> {
+    pub name: String,
+    pub value: Input<R>,
+    /// Whether gradients flow to this input.
+    pub param: bool,
+}
+
+/// The inputs of one evaluation and its lane count.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Bindings<R> {
+    pub items: Vec<Binding<R>>,
+}
+
+impl<R> Default for Bindings<R> {
+    fn default() -> Self {
+        Bindings { items: Vec::new() }
+    }
+}
+
+impl<R: Real> Bindings<R> {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn put(&mut self, name: &str, value: Input<R>, param: bool) -> &mut Self {
+        match self.items.iter_mut().find(|b| b.name == name) {
+            Some(b) => {
+                b.value = value;
+                b.param = param;
+            }
+            None => self.items.push(Binding {
+                name: name.to_string(),
+                value,
+                param,
+            }),
+        }
+        self
+    }
+
+    /// A differentiable scalar, the same in every lane.
+    pub fn scalar(&mut self, name: &str, x: R) -> &mut Self {
+        self.put(name, Input::Scalar(x), true)
+    }
+
+    /// A differentiable per-lane input.
+    pub fn lanes(&mut self, name: &str, xs: Vec<R>) -> &mut Self {
+        self.put(name, Input::Lanes(xs), true)
+    }
+
+    /// A non-differentiable scalar (data, not a parameter).
+    pub fn constant(&mut self, name: &str, x: R) -> &mut Self {
+        self.put(name, Input::Scalar(x), false)
+    }
+
+    /// A matrix shared by every lane, row-major.
+    pub fn matrix(&mut self, name: &str, rows: usize, cols: usize, data: Vec<R>) -> &mut Self {
+        self.put(name, Input::Matrix { rows, cols, data }, false)
+    }
+
+    pub fn names(&self) -> Vec<&str> {
+        self.items.iter().map(|b| b.name.as_str()).collect()
+    }
+
+    /// The batch width: the common length of every per-lane input, 1 when there are none.
+    pub fn lane_count(&self) -> Result<usize> {
+        let mut lanes: Option<(usize, &str)> = None;
+        for b in &self.items {
+            match &b.value {
+                Input::Lanes(v) => {
+                    if v.is_empty() {
+                        return Err(Error::unlocated(
+                            ErrorKind::Input,
+                            format!("input `{}` has no lanes", b.name),
+                        ));
+                    }
+                    match lanes {
+                        Some((n, other)) if n != v.len() => {
+                            return Err(Error::unlocated(
+                                ErrorKind::Input,
+                                format!(
+                                    "input `{}` has {} lanes but `{other}` has {n}",
+                                    b.name,
+                                    v.len()
+                                ),
+                            ));
+                        }
+                        _ => lanes = Some((v.len(), &b.name)),
+                    }
+                }
+                Input::Matrix { rows, cols, data } => {
+                    if *rows == 0 || *cols == 0 || rows * cols != data.len() {
+                        return Err(Error::unlocated(
+                            ErrorKind::Input,
+                            format!(
+                                "matrix `{}` is {rows}x{cols} but has {} values",
+                                b.name,
+                                data.len()
+                            ),
+                        ));
+                    }
+                }
+                Input::Scalar(_) => {}
+            }
+        }
+        Ok(lanes.map_or(1, |(n, _)| n))
+    }
+
+    /// Lane `b` alone: every per-lane input replaced by its value in that lane.
+    pub fn lane(&self, b: usize) -> Bindings<R> {
+        let items = self
+            .items
+            .iter()
+            .map(|x| Binding {
+                name: x.name.clone(),
+                value: match &x.value {
+                    Input::Lanes(v) => Input::Lanes(vec![v[b.min(v.len() - 1)]]),
+                    other => other.clone(),
+                },
+                param: x.param,
+            })
+            .collect();
+        Bindings { items }
+    }
+}

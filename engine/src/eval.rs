@@ -1,0 +1,212 @@
+//! The evaluation API: run a program over lanes, get per-lane results and gradients.
+//!
+//! [`evaluate`] is the one-call entry point (what `ndvm run` uses); [`Vm::eval`] and
+//! [`Vm::backward`] are the lower-level steps for callers that reuse buffers across evaluations.
+
+use crate::bindings::{Bindings, Input};
+use crate::error::Result;
+use crate::program::Program;
+use crate::real::Real;
+use crate::value::{Value, tag};
+use crate::walk::Vm;
+
+/// A program's result in every lane.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Output<R> {
+    /// A number per lane.
+    Numbers(Vec<R>),
+    /// A matrix per lane: `data[lane]` is row-major.
+    Matrix {
+        rows: usize,
+        cols: usize,
+        data: Vec<Vec<R>>,
+    },
+    /// Any other value, written as Scheme data, per lane.
+    Data(Vec<String>),
+}
+
+/// The result of one evaluation.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Evaluation<R> {
+    pub lanes: usize,
+    pub result: Output<R>,
+    /// Per-lane gradient of the result with respect to each parameter input, in binding order
+    /// (empty when gradients were not requested).
+    pub grads: Vec<(String, Vec<R>)>,
+}
+
+/// Evaluates `program` over `bindings`, with gradients when `grad` is set.
+pub fn evaluate<R: Real>(
+    vm: &mut Vm<R>,
+    program: &Program,
+    bindings: &Bindings<R>,
+    grad: bool,
+) -> Result<Evaluation<R>> {
+    let v = vm.eval(program, bindings, grad)?;
+    let grads = if grad {
+        vm.backward(v);
+        bindings
+            .items
+            .iter()
+            .filter(|b| b.param && !matches!(b.value, Input::Matrix { .. }))
+            .map(|b| (b.name.clone(), vm.input_grad(program, &b.name)))
+            .collect()
+    } else {
+        Vec::new()
+    };
+    Ok(Evaluation {
+        lanes: vm.lanes(),
+        result: vm.output(program, v),
+        grads,
+    })
+}
+
+impl<R: Real> Vm<R> {
+    /// The reverse pass from `result` (seeded with 1 in every lane and element).
+    pub fn backward(&mut self, result: Value) {
+        let seeds: Vec<u32> = match result.tag {
+            tag::NUM => vec![result.slot],
+            tag::MATRIX => {
+                let (r, c) = self.shapes[result.aux as usize];
+                (result.slot..result.slot + r * c).collect()
+            }
+            _ => Vec::new(),
+        };
+        crate::backward::backward(&self.tape, &mut self.payload, &self.lane_sets, &seeds);
+    }
+
+    /// Per-lane gradient with respect to input `name` after [`Vm::backward`] (zeros for an
+    /// input that is not a differentiable number).
+    pub fn input_grad(&self, program: &Program, name: &str) -> Vec<R> {
+        let lanes = self.payload.lanes;
+        let v = program
+            .inputs
+            .iter()
+            .position(|n| n == name)
+            .and_then(|i| self.inputs.get(i));
+        match v {
+            Some(v) if v.tag == tag::NUM => {
+                let g = self.payload.grad(v.slot);
+                if g.is_empty() {
+                    vec![R::zero(); lanes]
+                } else {
+                    g.to_vec()
+                }
+            }
+            _ => vec![R::zero(); lanes],
+        }
+    }
+
+    /// The number in every lane, if `v` is a number.
+    pub fn numbers(&self, v: Value) -> Option<Vec<R>> {
+        match v.tag {
+            tag::CONST => Some(vec![v.const_value::<R>(); self.payload.lanes]),
+            tag::NUM => Some(self.payload.lane_values(v.slot).to_vec()),
+            _ => None,
+        }
+    }
+
+    /// `v` in every lane, as numbers, matrices or printed data.
+    pub fn output(&self, program: &Program, v: Value) -> Output<R> {
+        let lanes = self.payload.lanes;
+        if let Some(xs) = self.numbers(v) {
+            return Output::Numbers(xs);
+        }
+        if v.tag == tag::MATRIX {
+            let (r, c) = self.shapes[v.aux as usize];
+            let data = (0..lanes)
+                .map(|l| {
+                    (0..r * c)
+                        .map(|e| self.payload.lane_values(v.slot + e)[l])
+                        .collect()
+                })
+                .collect();
+            return Output::Matrix {
+                rows: r as usize,
+                cols: c as usize,
+                data,
+            };
+        }
+        Output::Data((0..lanes).map(|l| self.render(program, v, l)).collect())
+    }
+
+    /// `v` in lane `lane`, written as Scheme data.
+    pub fn render(&self, program: &Program, v: Value, lane: usize) -> String {
+        let mut out = String::new();
+        self.render_into(program, v, lane, &mut out);
+        out
+    }
+
+    fn render_into(&self, program: &Program, v: Value, lane: usize, out: &mut String) {
+        match v.tag {
+            tag::NIL => out.push_str("()"),
+            tag::BOOL => out.push_str(if v.aux != 0 { "#t" } else { "#f" }),
+            tag::BOOLS => out.push_str(if self.payload.bool_lanes(v.slot)[lane] {
+                "#t"
+            } else {
+                "#f"
+            }),
+            tag::CONST => out.push_str(&format_number(v.const_value::<R>())),
+            tag::NUM => out.push_str(&format_number(self.payload.lane_values(v.slot)[lane])),
+            tag::SYMBOL => out.push_str(program.symbol_name(crate::syntax::symbols::Sym(v.aux))),
+            tag::PRIM => {
+                let name = crate::prims::Prim::from_id(v.aux).map_or("?", |p| p.name());
+                out.push_str(&format!("#<procedure {name}>"));
+            }
+            tag::CLOSURE => out.push_str("#<procedure>"),
+            tag::MATRIX => {
+                let (r, c) = self.shapes[v.aux as usize];
+                out.push_str("(mat");
+                for i in 0..r {
+                    out.push_str(" [");
+                    for j in 0..c {
+                        if j > 0 {
+                            out.push(' ');
+                        }
+                        out.push_str(&format_number(
+                            self.payload.lane_values(v.slot + i * c + j)[lane],
+                        ));
+                    }
+                    out.push(']');
+                }
+                out.push(')');
+            }
+            tag::PAIR => {
+                out.push('(');
+                let mut cur = v;
+                let mut first = true;
+                while let Some([a, d]) = self.heap.pair(cur) {
+                    if !first {
+                        out.push(' ');
+                    }
+                    first = false;
+                    stacker::maybe_grow(64 * 1024, 1024 * 1024, || {
+                        self.render_into(program, a, lane, out)
+                    });
+                    cur = d;
+                }
+                if cur.tag != tag::NIL {
+                    out.push_str(" . ");
+                    self.render_into(program, cur, lane, out);
+                }
+                out.push(')');
+            }
+            _ => out.push_str("#<undefined>"),
+        }
+    }
+}
+
+/// Shortest round-trip decimal; `+inf.0`, `-inf.0`, `+nan.0` for non-finite values.
+pub fn format_number<R: Real>(x: R) -> String {
+    if x.is_nan() {
+        "+nan.0".into()
+    } else if x.is_infinite() {
+        if x > R::zero() {
+            "+inf.0".into()
+        } else {
+            "-inf.0".into()
+        }
+    } else {
+        format!("{x}")
+    }
+}

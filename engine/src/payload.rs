@@ -1,0 +1,71 @@
+//! The payload table: dense, lane-major numeric buffers.
+//!
+//! Slot `s`, lane `b` lives at `s * lanes + b`; a matrix occupies consecutive slots (element-major,
+//! lane-minor), so every kernel is a loop over a contiguous lane slice that the compiler
+//! vectorizes. The adjoint buffer mirrors the primal one and is filled by the backward pass.
+//! Per-lane booleans (comparison results that differ across lanes) have their own table.
+
+use crate::real::Real;
+
+#[derive(Debug, Default)]
+pub struct Payload<R> {
+    pub lanes: usize,
+    pub primal: Vec<R>,
+    pub adjoint: Vec<R>,
+    pub bools: Vec<bool>,
+}
+
+impl<R: Real> Payload<R> {
+    pub fn reset(&mut self, lanes: usize) {
+        self.lanes = lanes;
+        self.primal.clear();
+        self.adjoint.clear();
+        self.bools.clear();
+    }
+
+    /// Number of numeric slots.
+    pub fn slots(&self) -> usize {
+        self.primal.len() / self.lanes.max(1)
+    }
+
+    /// Bytes held by primal values and per-lane booleans.
+    pub fn bytes(&self) -> u64 {
+        (self.primal.len() * std::mem::size_of::<R>() + self.bools.len()) as u64
+    }
+
+    /// Appends `n` slots (zeroed) and returns the first.
+    pub fn alloc(&mut self, n: usize) -> u32 {
+        let s = self.slots();
+        self.primal
+            .resize(self.primal.len() + n * self.lanes, R::zero());
+        s as u32
+    }
+
+    pub fn lane_values(&self, slot: u32) -> &[R] {
+        let b = self.lanes;
+        &self.primal[slot as usize * b..(slot as usize + 1) * b]
+    }
+
+    pub fn lane_values_mut(&mut self, slot: u32) -> &mut [R] {
+        let b = self.lanes;
+        &mut self.primal[slot as usize * b..(slot as usize + 1) * b]
+    }
+
+    pub fn alloc_bools(&mut self, values: &[bool]) -> u32 {
+        let s = self.bools.len() / self.lanes.max(1);
+        self.bools.extend_from_slice(values);
+        s as u32
+    }
+
+    pub fn bool_lanes(&self, slot: u32) -> &[bool] {
+        let b = self.lanes;
+        &self.bools[slot as usize * b..(slot as usize + 1) * b]
+    }
+
+    pub fn grad(&self, slot: u32) -> &[R] {
+        let b = self.lanes;
+        self.adjoint
+            .get(slot as usize * b..(slot as usize + 1) * b)
+            .unwrap_or(&[])
+    }
+}

@@ -1,0 +1,367 @@
+//! Scalar numeric primitives: forward formulas, VJPs and their lane kernels (LANGUAGE.md §6.1,
+//! §6.3, §6.8, §8.3).
+//!
+//! Each op is defined once, as a scalar formula ([`Op::eval1`], [`Op::eval2`]) and a scalar VJP
+//! ([`Op::vjp1`], [`Op::vjp2`]). Constants fold through the scalar formula; lane values go through
+//! the lane kernels, which monomorphize the same formula per op into a loop over lanes, so a
+//! constant and a lane value give the same bits.
+
+use crate::real::Real;
+
+/// A numeric tape op.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum Op {
+    // unary
+    Sin,
+    Cos,
+    Tan,
+    Asin,
+    Acos,
+    Atan,
+    Sinh,
+    Cosh,
+    Tanh,
+    Exp,
+    Log,
+    Sqrt,
+    Abs,
+    Square,
+    Floor,
+    Ceiling,
+    Round,
+    Truncate,
+    // binary
+    Add,
+    /// `(0 + a) + b`: the first step of a variadic `+`, which folds from 0 (LANGUAGE.md §6.1).
+    Add0,
+    Sub,
+    Mul,
+    Div,
+    Pow,
+    Min,
+    Max,
+    Modulo,
+    Remainder,
+    Atan2,
+}
+
+impl Op {
+    pub fn is_binary(self) -> bool {
+        self as u8 >= Op::Add as u8
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Op::Sin => "sin",
+            Op::Cos => "cos",
+            Op::Tan => "tan",
+            Op::Asin => "asin",
+            Op::Acos => "acos",
+            Op::Atan | Op::Atan2 => "atan",
+            Op::Sinh => "sinh",
+            Op::Cosh => "cosh",
+            Op::Tanh => "tanh",
+            Op::Exp => "exp",
+            Op::Log => "log",
+            Op::Sqrt => "sqrt",
+            Op::Abs => "abs",
+            Op::Square => "square",
+            Op::Floor => "floor",
+            Op::Ceiling => "ceiling",
+            Op::Round => "round",
+            Op::Truncate => "truncate",
+            Op::Add | Op::Add0 => "+",
+            Op::Sub => "-",
+            Op::Mul => "*",
+            Op::Div => "/",
+            Op::Pow => "pow",
+            Op::Min => "min",
+            Op::Max => "max",
+            Op::Modulo => "modulo",
+            Op::Remainder => "remainder",
+        }
+    }
+
+    /// A unary op's value.
+    #[inline(always)]
+    pub fn eval1<R: Real>(self, x: R) -> R {
+        match self {
+            Op::Sin => x.sin(),
+            Op::Cos => x.cos(),
+            Op::Tan => x.tan(),
+            Op::Asin => x.asin(),
+            Op::Acos => x.acos(),
+            Op::Atan => x.atan(),
+            Op::Sinh => x.sinh(),
+            Op::Cosh => x.cosh(),
+            Op::Tanh => x.tanh(),
+            Op::Exp => x.exp(),
+            Op::Log => clamp(x).ln(),
+            Op::Sqrt => clamp(x).sqrt(),
+            Op::Abs => x.abs(),
+            Op::Square => x * x,
+            Op::Floor => x.floor(),
+            Op::Ceiling => x.ceil(),
+            Op::Round => round_even(x),
+            Op::Truncate => x.trunc(),
+            _ => R::nan(),
+        }
+    }
+
+    /// A binary op's value.
+    #[inline(always)]
+    pub fn eval2<R: Real>(self, a: R, b: R) -> R {
+        match self {
+            Op::Add => a + b,
+            Op::Add0 => (R::zero() + a) + b,
+            Op::Sub => a - b,
+            Op::Mul => a * b,
+            Op::Div => a / b,
+            Op::Pow => a.powf(b),
+            Op::Min => {
+                if a.is_nan() || b.is_nan() {
+                    R::nan()
+                } else if b < a {
+                    b
+                } else {
+                    a
+                }
+            }
+            Op::Max => {
+                if a.is_nan() || b.is_nan() {
+                    R::nan()
+                } else if b > a {
+                    b
+                } else {
+                    a
+                }
+            }
+            Op::Modulo => {
+                let r = a.fmod(b);
+                if r != R::zero() && (r < R::zero()) != (b < R::zero()) {
+                    r + b
+                } else {
+                    r
+                }
+            }
+            Op::Remainder => a.fmod(b),
+            Op::Atan2 => a.atan2(b),
+            _ => R::nan(),
+        }
+    }
+
+    /// The adjoint a unary op sends to its operand, given operand `x`, result `z` and adjoint `g`.
+    #[inline(always)]
+    pub fn vjp1<R: Real>(self, x: R, z: R, g: R) -> R {
+        let one = R::one();
+        match self {
+            Op::Sin => g * x.cos(),
+            Op::Cos => -(g * x.sin()),
+            Op::Tan => g * (one + z * z),
+            Op::Asin => g / (one - x * x).sqrt(),
+            Op::Acos => -(g / (one - x * x).sqrt()),
+            Op::Atan => g / (one + x * x),
+            Op::Sinh => g * x.cosh(),
+            Op::Cosh => g * x.sinh(),
+            Op::Tanh => g * (one - z * z),
+            Op::Exp => g * z,
+            Op::Log => {
+                if x > R::clamp_eps() {
+                    g / x
+                } else {
+                    R::zero()
+                }
+            }
+            Op::Sqrt => {
+                if x > R::clamp_eps() {
+                    g / (z + z)
+                } else {
+                    R::zero()
+                }
+            }
+            Op::Abs => {
+                if x > R::zero() {
+                    g
+                } else if x < R::zero() {
+                    -g
+                } else if x.is_nan() {
+                    R::nan()
+                } else {
+                    R::zero()
+                }
+            }
+            Op::Square => (g + g) * x,
+            _ => R::zero(),
+        }
+    }
+
+    /// The adjoints a binary op sends to its operands.
+    #[inline(always)]
+    pub fn vjp2<R: Real>(self, a: R, b: R, z: R, g: R) -> (R, R) {
+        let zero = R::zero();
+        match self {
+            Op::Add | Op::Add0 => (g, g),
+            Op::Sub => (g, -g),
+            Op::Mul => (g * b, g * a),
+            Op::Div => (g / b, -(g * z / b)),
+            Op::Pow => {
+                let da = if b == zero {
+                    zero
+                } else {
+                    g * b * a.powf(b - R::one())
+                };
+                let db = if a == zero && b >= zero {
+                    zero
+                } else {
+                    g * z * a.ln()
+                };
+                (da, db)
+            }
+            Op::Min | Op::Max => {
+                if a.is_nan() || b.is_nan() {
+                    (g, g)
+                } else if a == b {
+                    let h = g / (R::one() + R::one());
+                    (h, h)
+                } else if (self == Op::Min) == (a < b) {
+                    (g, zero)
+                } else {
+                    (zero, g)
+                }
+            }
+            Op::Modulo => (g, -(g * (a / b).floor())),
+            Op::Remainder => (g, -(g * (a / b).trunc())),
+            Op::Atan2 => {
+                // a = y, b = x
+                let d = a * a + b * b;
+                if d == zero {
+                    (zero, zero)
+                } else {
+                    (g * b / d, -(g * a / d))
+                }
+            }
+            _ => (zero, zero),
+        }
+    }
+}
+
+/// `max(x, 1e-8)` for `sqrt` and `log`, letting NaN through.
+#[inline(always)]
+fn clamp<R: Real>(x: R) -> R {
+    if x <= R::clamp_eps() {
+        R::clamp_eps()
+    } else {
+        x
+    }
+}
+
+/// Round to nearest, ties to even.
+#[inline(always)]
+fn round_even<R: Real>(x: R) -> R {
+    let r = x.round();
+    let half = R::one() / (R::one() + R::one());
+    if (r - x).abs() == half {
+        r - r.fmod(R::one() + R::one())
+    } else {
+        r
+    }
+}
+
+/// An operand of a lane kernel: a lane slice or a constant broadcast to every lane.
+#[derive(Clone, Copy, Debug)]
+pub enum Arg<'a, R> {
+    Lanes(&'a [R]),
+    Const(R),
+}
+
+macro_rules! per_op {
+    ($op:expr, [$($o:ident),*], $body:ident) => {
+        match $op { $(Op::$o => $body!(Op::$o),)* }
+    };
+}
+
+/// `out[b] = op(x[b])` over lanes.
+pub fn forward1<R: Real>(op: Op, out: &mut [R], x: &[R]) {
+    macro_rules! body {
+        ($k:expr) => {
+            for (o, &v) in out.iter_mut().zip(x) {
+                *o = $k.eval1(v);
+            }
+        };
+    }
+    per_op!(
+        op,
+        [
+            Sin, Cos, Tan, Asin, Acos, Atan, Sinh, Cosh, Tanh, Exp, Log, Sqrt, Abs, Square, Floor,
+            Ceiling, Round, Truncate, Add, Add0, Sub, Mul, Div, Pow, Min, Max, Modulo, Remainder,
+            Atan2
+        ],
+        body
+    )
+}
+
+/// `out[b] = op(a[b], b[b])` over lanes, either operand possibly a constant.
+pub fn forward2<R: Real>(op: Op, out: &mut [R], a: Arg<R>, b: Arg<R>) {
+    macro_rules! body {
+        ($k:expr) => {
+            match (a, b) {
+                (Arg::Lanes(x), Arg::Lanes(y)) => {
+                    for ((o, &u), &v) in out.iter_mut().zip(x).zip(y) {
+                        *o = $k.eval2(u, v);
+                    }
+                }
+                (Arg::Lanes(x), Arg::Const(v)) => {
+                    for (o, &u) in out.iter_mut().zip(x) {
+                        *o = $k.eval2(u, v);
+                    }
+                }
+                (Arg::Const(u), Arg::Lanes(y)) => {
+                    for (o, &v) in out.iter_mut().zip(y) {
+                        *o = $k.eval2(u, v);
+                    }
+                }
+                (Arg::Const(u), Arg::Const(v)) => out.fill($k.eval2(u, v)),
+            }
+        };
+    }
+    per_op!(
+        op,
+        [
+            Sin, Cos, Tan, Asin, Acos, Atan, Sinh, Cosh, Tanh, Exp, Log, Sqrt, Abs, Square, Floor,
+            Ceiling, Round, Truncate, Add, Add0, Sub, Mul, Div, Pow, Min, Max, Modulo, Remainder,
+            Atan2
+        ],
+        body
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Op;
+
+    #[test]
+    fn edge_semantics() {
+        assert_eq!(Op::Sqrt.eval1(-1.0f32), 9.99999975e-05);
+        assert_eq!(Op::Log.eval1(0.0f32), -18.420681);
+        assert!(Op::Sqrt.eval1(f32::NAN).is_nan());
+        assert_eq!(Op::Modulo.eval2(-7.0f64, 3.0), 2.0);
+        assert_eq!(Op::Modulo.eval2(7.0f64, -3.0), -2.0);
+        assert_eq!(Op::Modulo.eval2(7.5f64, 2.0), 1.5);
+        assert_eq!(Op::Remainder.eval2(-7.0f64, 3.0), -1.0);
+        assert_eq!(Op::Remainder.eval2(7.0f64, -3.0), 1.0);
+        assert!(Op::Modulo.eval2(1.0f64, 0.0).is_nan());
+        assert_eq!(Op::Round.eval1(2.5f64), 2.0);
+        assert_eq!(Op::Round.eval1(-2.5f64), -2.0);
+        assert_eq!(Op::Round.eval1(3.5f64), 4.0);
+        assert_eq!(Op::Pow.eval2(0.0f64, 0.0), 1.0);
+        assert_eq!(Op::Pow.eval2(0.0f64, -1.0), f64::INFINITY);
+        assert!(Op::Pow.eval2(-8.0f64, 1.0 / 3.0).is_nan());
+        assert!(Op::Min.eval2(f64::NAN, 1.0).is_nan() && Op::Min.eval2(1.0, f64::NAN).is_nan());
+        assert_eq!(Op::Min.vjp2(2.0f64, 2.0, 2.0, 1.0), (0.5, 0.5));
+        assert_eq!(Op::Pow.vjp2(0.0f64, 0.0, 1.0, 1.0), (0.0, 0.0));
+        assert_eq!(Op::Sqrt.vjp1(1e-8f32, 1e-4, 1.0), 0.0);
+        assert_eq!(Op::Atan2.vjp2(0.0f64, 0.0, 0.0, 1.0), (0.0, 0.0));
+        assert_eq!(Op::Abs.vjp1(0.0f64, 0.0, 1.0), 0.0);
+    }
+}

@@ -1,0 +1,7 @@
+//! Syntax: source text → data (reader) → core forms (expander) → a decoded program (decoder).
+
+pub mod core;
+pub mod decode;
+pub mod expand;
+pub mod reader;
+pub mod symbols;

@@ -1,0 +1,66 @@
+//! The tape: numeric nodes only (ARCHITECTURE.md invariant 3), plus the guards the walk relied on.
+//!
+//! A node is `(op, operand forms, lane set, output slot, input slots)`; constant operands are
+//! stored once in [`Tape::consts`]. The walk computes every lane value by running the node it
+//! records, so replaying the nodes in order reproduces the walk's numbers exactly. Guards record
+//! each comparison over lane values that the walk decided on, with its outcome, so a later replay
+//! can check that the control path still holds.
+
+use crate::prims::scalar::Op;
+
+/// How a node's operands are stored.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Form {
+    /// Unary: `a` is a slot.
+    Unary,
+    /// Both operands are slots.
+    SlotSlot,
+    /// `a` is a slot, `b` a constant index.
+    SlotConst,
+    /// `a` is a constant index, `b` a slot.
+    ConstSlot,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TapeNode {
+    pub op: Op,
+    pub form: Form,
+    /// The active lane set when the node was recorded ([`crate::lanes::ALL`] or a subset id).
+    pub lanes: u32,
+    pub out: u32,
+    pub a: u32,
+    pub b: u32,
+}
+
+/// A comparison that steered the walk: `a cmp b` had `outcome` in the guarded lanes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Guard {
+    pub cmp: crate::prims::compare::Cmp,
+    pub form: Form,
+    pub a: u32,
+    pub b: u32,
+    pub lanes: u32,
+    /// The outcome when it was uniform over the guarded lanes, `None` when it differed per lane.
+    pub outcome: Option<bool>,
+}
+
+#[derive(Debug, Default)]
+pub struct Tape<R> {
+    pub nodes: Vec<TapeNode>,
+    pub consts: Vec<R>,
+    pub guards: Vec<Guard>,
+}
+
+impl<R: Copy> Tape<R> {
+    pub fn reset(&mut self) {
+        self.nodes.clear();
+        self.consts.clear();
+        self.guards.clear();
+    }
+
+    pub fn constant(&mut self, x: R) -> u32 {
+        self.consts.push(x);
+        (self.consts.len() - 1) as u32
+    }
+}

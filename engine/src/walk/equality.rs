@@ -1,0 +1,104 @@
+//! `eq?`/`eqv?` and `equal?` (LANGUAGE.md §6.4): per lane where numbers or booleans are compared,
+//! identity for every other value, structural for pairs.
+
+use super::Vm;
+use crate::error::Result;
+use crate::prims::compare::Cmp;
+use crate::program::{NodeId, Program};
+use crate::real::Real;
+use crate::value::{Value, tag};
+
+impl<R: Real> Vm<R> {
+    pub(super) fn eqv(
+        &mut self,
+        program: &Program,
+        node: NodeId,
+        a: Value,
+        b: Value,
+    ) -> Result<Value> {
+        if a.is_number() && b.is_number() {
+            return self.compare(program, node, Cmp::Eq, &[a, b]);
+        }
+        if a.is_boolean() && b.is_boolean() {
+            if a.tag == tag::BOOL && b.tag == tag::BOOL {
+                return Ok(Value::boolean(a.aux == b.aux));
+            }
+            let lanes = self.payload.lanes;
+            let get = |v: Value, i: usize| {
+                if v.tag == tag::BOOL {
+                    v.aux != 0
+                } else {
+                    self.payload.bool_lanes(v.slot)[i]
+                }
+            };
+            let same: Vec<bool> = (0..lanes).map(|i| get(a, i) == get(b, i)).collect();
+            return self.make_bool(program, node, &same);
+        }
+        Ok(Value::boolean(
+            a.tag == b.tag && a.aux == b.aux && a.slot == b.slot && a.tag != tag::UNBOUND,
+        ))
+    }
+
+    /// Structural equality: the per-lane conjunction over every pair of leaves compared.
+    pub(super) fn equal(
+        &mut self,
+        program: &Program,
+        node: NodeId,
+        a: Value,
+        b: Value,
+    ) -> Result<Value> {
+        let lanes = self.payload.lanes;
+        let mut acc: Option<Vec<bool>> = None;
+        let mut work = vec![(a, b)];
+        while let Some((x, y)) = work.pop() {
+            if let (Some([xa, xd]), Some([ya, yd])) = (self.heap.pair(x), self.heap.pair(y)) {
+                work.push((xd, yd));
+                work.push((xa, ya));
+                continue;
+            }
+            let r = if x.tag == tag::MATRIX && y.tag == tag::MATRIX {
+                self.equal_matrices(program, node, x, y)?
+            } else {
+                self.eqv(program, node, x, y)?
+            };
+            match r.tag {
+                tag::BOOL if r.aux == 0 => return Ok(Value::FALSE),
+                tag::BOOLS => {
+                    let lanes_r = self.payload.bool_lanes(r.slot);
+                    let acc = acc.get_or_insert_with(|| vec![true; lanes]);
+                    for (o, &l) in acc.iter_mut().zip(lanes_r) {
+                        *o &= l;
+                    }
+                }
+                _ => {}
+            }
+        }
+        match acc {
+            None => Ok(Value::TRUE),
+            Some(v) => self.make_bool(program, node, &v),
+        }
+    }
+
+    fn equal_matrices(
+        &mut self,
+        program: &Program,
+        node: NodeId,
+        x: Value,
+        y: Value,
+    ) -> Result<Value> {
+        if self.shapes[x.aux as usize] != self.shapes[y.aux as usize] {
+            return Ok(Value::FALSE);
+        }
+        let (r, c) = self.shapes[x.aux as usize];
+        let lanes = self.payload.lanes;
+        let mut same = vec![true; lanes];
+        for e in 0..r * c {
+            let xs = self.payload.lane_values(x.slot + e);
+            let ys = self.payload.lane_values(y.slot + e);
+            for ((o, &u), &v) in same.iter_mut().zip(xs).zip(ys) {
+                *o &= u == v;
+            }
+        }
+        self.make_bool(program, node, &same)
+    }
+}

@@ -1,0 +1,513 @@
+//! The walk: one fixed evaluator for every program (ARCHITECTURE.md "Walk").
+//!
+//! [`Vm`] interprets a decoded [`Program`] over all lanes at once. It is a continuation machine:
+//! evaluating a form either produces a value at once or pushes a [`kont::Kont`] and descends, so
+//! nothing recurses on the host stack — tail calls trampoline (a 10^7-iteration loop runs in
+//! constant space) and deep non-tail recursion is bounded by the recursion-depth limit, not by the
+//! host stack. Numeric primitives run their lane kernels inline and record tape nodes; structure
+//! (pairs, closures, frames, control) records nothing.
+
+mod call;
+mod equality;
+pub mod kont;
+mod numeric;
+
+use crate::bindings::{Bindings, Input};
+use crate::error::{Error, ErrorKind, Result};
+use crate::heap::{Heap, TOP_FRAME};
+use crate::lanes::{ALL, LaneSets};
+use crate::limits::Limits;
+use crate::payload::Payload;
+use crate::program::{Node, NodeId, Program};
+use crate::real::Real;
+use crate::tape::Tape;
+use crate::value::{Value, tag};
+use kont::{Kont, Native};
+
+/// What the machine does next.
+enum Next {
+    Eval(NodeId),
+    Return(Value),
+}
+
+/// Counters of the last walk.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct WalkStats {
+    pub steps: u64,
+    pub tape_nodes: u64,
+    pub payload_slots: u64,
+    pub heap_cells: u64,
+    /// The most environment frames alive at once.
+    pub peak_frames: u64,
+    /// The deepest continuation stack.
+    pub peak_konts: u64,
+    pub lanes: u64,
+}
+
+/// A reusable evaluator: arenas, payload and tape are kept (cleared) between evaluations.
+#[derive(Debug)]
+pub struct Vm<R: Real> {
+    pub limits: Limits,
+    pub(crate) heap: Heap,
+    pub(crate) payload: Payload<R>,
+    pub(crate) tape: Tape<R>,
+    pub(crate) lane_sets: LaneSets,
+    /// Matrix shapes `(rows, cols)` by index.
+    pub(crate) shapes: Vec<(u32, u32)>,
+    konts: Vec<Kont>,
+    vals: Vec<Value>,
+    natives: Vec<Native>,
+    /// The bound value of each program input.
+    pub(crate) inputs: Vec<Value>,
+    env: u32,
+    /// Frames below this height belong to callers; a tail call may pop the ones above.
+    height: u32,
+    steps: u64,
+    depth: u64,
+    peak_konts: usize,
+    /// Whether numeric nodes are recorded (gradients wanted).
+    pub(crate) record: bool,
+    /// The active lane set.
+    pub(crate) active: u32,
+    scratch: Vec<bool>,
+}
+
+impl<R: Real> Default for Vm<R> {
+    fn default() -> Self {
+        Vm::new(Limits::default())
+    }
+}
+
+impl<R: Real> Vm<R> {
+    pub fn new(limits: Limits) -> Self {
+        Vm {
+            limits,
+            heap: Heap::default(),
+            payload: Payload::default(),
+            tape: Tape::default(),
+            lane_sets: LaneSets::default(),
+            shapes: Vec::new(),
+            konts: Vec::new(),
+            vals: Vec::new(),
+            natives: Vec::new(),
+            inputs: Vec::new(),
+            env: TOP_FRAME,
+            height: 1,
+            steps: 0,
+            depth: 0,
+            peak_konts: 0,
+            record: false,
+            active: ALL,
+            scratch: Vec::new(),
+        }
+    }
+
+    /// The batch width of the last evaluation.
+    pub fn lanes(&self) -> usize {
+        self.payload.lanes
+    }
+
+    /// Evaluates `program` over the lanes of `bindings`. With `record`, numeric nodes go on the
+    /// tape so that [`Vm::backward`] can follow. The returned value lives until the next call.
+    pub fn eval(
+        &mut self,
+        program: &Program,
+        bindings: &Bindings<R>,
+        record: bool,
+    ) -> Result<Value> {
+        let lanes = bindings.lane_count()?;
+        self.reset(lanes, record);
+        self.bind(program, bindings)?;
+        let out = self.run(program);
+        self.peak_konts = self.peak_konts.max(self.konts.len());
+        out
+    }
+
+    fn reset(&mut self, lanes: usize, record: bool) {
+        self.heap.reset();
+        self.payload.reset(lanes);
+        self.tape.reset();
+        self.lane_sets.reset();
+        self.shapes.clear();
+        self.konts.clear();
+        self.vals.clear();
+        self.natives.clear();
+        self.inputs.clear();
+        self.steps = 0;
+        self.depth = 0;
+        self.peak_konts = 0;
+        self.record = record;
+        self.active = ALL;
+    }
+
+    fn bind(&mut self, program: &Program, bindings: &Bindings<R>) -> Result<()> {
+        let lanes = self.payload.lanes;
+        for name in &program.inputs {
+            let Some(b) = bindings.items.iter().find(|b| &b.name == name) else {
+                return Err(Error::unlocated(
+                    ErrorKind::Input,
+                    format!("input `{name}` is not bound"),
+                ));
+            };
+            let v = match &b.value {
+                Input::Scalar(x) if !b.param => Value::constant(*x),
+                Input::Scalar(x) => {
+                    let s = self.alloc_slots(program, 1, program.root)?;
+                    self.payload.lane_values_mut(s).fill(*x);
+                    Value::lanes(s)
+                }
+                Input::Lanes(xs) => {
+                    let s = self.alloc_slots(program, 1, program.root)?;
+                    self.payload
+                        .lane_values_mut(s)
+                        .copy_from_slice(&xs[..lanes]);
+                    Value::lanes(s)
+                }
+                Input::Matrix { rows, cols, data } => {
+                    let s = self.alloc_slots(program, data.len(), program.root)?;
+                    for (e, &x) in data.iter().enumerate() {
+                        self.payload.lane_values_mut(s + e as u32).fill(x);
+                    }
+                    self.shapes.push((*rows as u32, *cols as u32));
+                    Value {
+                        tag: tag::MATRIX,
+                        aux: (self.shapes.len() - 1) as u32,
+                        slot: s,
+                    }
+                }
+            };
+            self.inputs.push(v);
+        }
+        Ok(())
+    }
+
+    /// Counters of the last walk.
+    pub fn stats(&self) -> WalkStats {
+        WalkStats {
+            steps: self.steps,
+            tape_nodes: self.tape.nodes.len() as u64,
+            payload_slots: self.payload.slots() as u64,
+            heap_cells: (self.heap.pairs.len() + self.heap.closures.len()) as u64,
+            peak_frames: self.heap.peak_frames as u64,
+            peak_konts: self.peak_konts as u64,
+            lanes: self.payload.lanes as u64,
+        }
+    }
+
+    /// An error located at `node`, carrying the active lanes.
+    pub(crate) fn error(
+        &self,
+        program: &Program,
+        node: NodeId,
+        kind: ErrorKind,
+        msg: impl Into<String>,
+    ) -> Error {
+        let mut e = Error::new(kind, msg, program.span(node));
+        e.lanes = Some(self.active_lanes());
+        e
+    }
+
+    pub(crate) fn active_lanes(&self) -> Vec<u32> {
+        match self.lane_sets.get(self.active) {
+            Some(l) => l.to_vec(),
+            None => (0..self.payload.lanes as u32).collect(),
+        }
+    }
+
+    fn limit(&self, program: &Program, node: NodeId, what: &str, value: u64) -> Error {
+        self.error(
+            program,
+            node,
+            ErrorKind::Limit,
+            format!("{what} limit of {value} exceeded"),
+        )
+    }
+
+    pub(crate) fn alloc_slots(&mut self, program: &Program, n: usize, node: NodeId) -> Result<u32> {
+        let bytes = (self.payload.primal.len() + n * self.payload.lanes) * std::mem::size_of::<R>();
+        if bytes as u64 + self.payload.bools.len() as u64 > self.limits.payload_bytes {
+            return Err(self.limit(program, node, "payload bytes", self.limits.payload_bytes));
+        }
+        Ok(self.payload.alloc(n))
+    }
+
+    pub(crate) fn check_heap(&self, program: &Program, node: NodeId) -> Result<()> {
+        if self.heap.cells() > self.limits.heap_cells {
+            return Err(self.limit(program, node, "heap cells", self.limits.heap_cells));
+        }
+        Ok(())
+    }
+
+    fn run(&mut self, program: &Program) -> Result<Value> {
+        let top = self.heap.push_frame(TOP_FRAME, program.top_frame, &[]);
+        self.heap.capture(top);
+        self.env = top;
+        self.height = 1;
+        let mut next = Next::Eval(program.root);
+        loop {
+            let step = match next {
+                Next::Eval(n) => self.eval_node(program, n),
+                Next::Return(v) => match self.konts.pop() {
+                    None => break Ok(v),
+                    Some(k) => self.resume(program, k, v),
+                },
+            };
+            match step {
+                Ok(n) => next = n,
+                Err(e) => break Err(e),
+            }
+        }
+    }
+
+    /// Evaluates a form that needs no continuation (a literal or a variable), if `n` is one.
+    #[inline]
+    fn simple(&mut self, program: &Program, n: NodeId) -> Option<Result<Value>> {
+        let v = match program.node(n) {
+            Node::Num(l) => Value::constant(R::from_literal(l)),
+            Node::Bool(b) => Value::boolean(b),
+            Node::Local { depth, slot, name } => {
+                let f = self.heap.up(self.env, depth);
+                return Some(self.read_var(program, n, self.heap.slot(f, slot), name));
+            }
+            Node::Global { slot, name } => {
+                return Some(self.read_var(program, n, self.heap.slot(TOP_FRAME, slot), name));
+            }
+            Node::Input(i) => self.inputs[i as usize],
+            Node::Base(p) => Value {
+                tag: tag::PRIM,
+                aux: p as u32,
+                slot: 0,
+            },
+            _ => return None,
+        };
+        Some(Ok(v))
+    }
+
+    #[inline]
+    fn read_var(
+        &self,
+        program: &Program,
+        n: NodeId,
+        v: Value,
+        name: crate::syntax::symbols::Sym,
+    ) -> Result<Value> {
+        if v.tag == tag::UNBOUND {
+            return Err(self.error(
+                program,
+                n,
+                ErrorKind::Unbound,
+                format!("`{}` used before its definition", program.symbol_name(name)),
+            ));
+        }
+        Ok(v)
+    }
+
+    #[inline]
+    fn step(&mut self, program: &Program, n: NodeId) -> Result<()> {
+        self.steps += 1;
+        if self.steps > self.limits.eval_steps {
+            return Err(self.limit(program, n, "eval steps", self.limits.eval_steps));
+        }
+        Ok(())
+    }
+
+    fn push(&mut self, k: Kont) {
+        self.konts.push(k);
+    }
+
+    fn eval_node(&mut self, program: &Program, n: NodeId) -> Result<Next> {
+        self.step(program, n)?;
+        if let Some(v) = self.simple(program, n) {
+            return Ok(Next::Return(v?));
+        }
+        match program.node(n) {
+            Node::Quote(d) => Ok(Next::Return(self.quote(program, n, d)?)),
+            Node::Lambda(i) => {
+                self.heap.capture(self.env);
+                self.heap.closures.push(crate::heap::Closure {
+                    lambda: i,
+                    env: self.env,
+                });
+                self.check_heap(program, n)?;
+                Ok(Next::Return(Value {
+                    tag: tag::CLOSURE,
+                    aux: 0,
+                    slot: (self.heap.closures.len() - 1) as u32,
+                }))
+            }
+            Node::If { test, .. } => {
+                if let Some(v) = self.simple(program, test) {
+                    self.step(program, test)?;
+                    return self.branch(program, n, v?);
+                }
+                self.push(Kont::If {
+                    node: n,
+                    env: self.env,
+                });
+                Ok(Next::Eval(test))
+            }
+            Node::Bind {
+                start, len, body, ..
+            } => {
+                if len == 0 {
+                    return Ok(Next::Eval(body));
+                }
+                self.push(Kont::Bind {
+                    node: n,
+                    env: self.env,
+                    i: 0,
+                });
+                Ok(Next::Eval(program.kids[start as usize]))
+            }
+            Node::Seq { start, .. } => {
+                self.push(Kont::Seq {
+                    node: n,
+                    env: self.env,
+                    i: 0,
+                });
+                Ok(Next::Eval(program.kids[start as usize]))
+            }
+            Node::Call { .. } | Node::PrimCall { .. } => self.operands(program, n, 0),
+            Node::Define { init, .. } => Ok(Next::Eval(init)),
+            Node::Top { start, .. } => {
+                self.push(Kont::Top { node: n, i: 0 });
+                Ok(Next::Eval(program.kids[start as usize]))
+            }
+            _ => Ok(Next::Return(Value::NIL)),
+        }
+    }
+
+    fn resume(&mut self, program: &Program, k: Kont, v: Value) -> Result<Next> {
+        match k {
+            Kont::If { node, env } => {
+                self.env = env;
+                self.branch(program, node, v)
+            }
+            Kont::Seq { node, env, i } => {
+                self.env = env;
+                let Node::Seq { start, len } = program.node(node) else {
+                    return Ok(Next::Return(v));
+                };
+                let i = i + 1;
+                if i + 1 < len {
+                    self.push(Kont::Seq { node, env, i });
+                }
+                Ok(Next::Eval(program.kids[(start + i) as usize]))
+            }
+            Kont::Bind { node, env, i } => {
+                self.env = env;
+                let Node::Bind {
+                    first,
+                    start,
+                    len,
+                    body,
+                } = program.node(node)
+                else {
+                    return Ok(Next::Return(v));
+                };
+                self.heap.set_slot(env, first + i, v);
+                let i = i + 1;
+                if i < len {
+                    self.push(Kont::Bind { node, env, i });
+                    return Ok(Next::Eval(program.kids[(start + i) as usize]));
+                }
+                Ok(Next::Eval(body))
+            }
+            Kont::Args { node, env, i } => {
+                self.env = env;
+                self.vals.push(v);
+                self.operands(program, node, i + 1)
+            }
+            Kont::Return { env, height } => {
+                self.heap.pop_frames(self.height);
+                self.env = env;
+                self.height = height;
+                self.depth -= 1;
+                Ok(Next::Return(v))
+            }
+            Kont::Top { node, i } => {
+                let Node::Top { start, len } = program.node(node) else {
+                    return Ok(Next::Return(v));
+                };
+                if let Node::Define { slot, .. } = program.node(program.kids[(start + i) as usize])
+                {
+                    self.heap.set_slot(TOP_FRAME, slot, v);
+                }
+                let i = i + 1;
+                if i < len {
+                    self.push(Kont::Top { node, i });
+                    self.env = TOP_FRAME;
+                    return Ok(Next::Eval(program.kids[(start + i) as usize]));
+                }
+                Ok(Next::Return(v))
+            }
+            Kont::Native { idx } => self.native_resume(program, idx, v),
+        }
+    }
+
+    fn branch(&mut self, program: &Program, node: NodeId, test: Value) -> Result<Next> {
+        let Node::If { then, els, .. } = program.node(node) else {
+            return Ok(Next::Return(test));
+        };
+        Ok(Next::Eval(if self.truth(program, node, test)? {
+            then
+        } else {
+            els
+        }))
+    }
+
+    /// Evaluates the operands of call `node` from `i` on (simple ones inline), then applies.
+    fn operands(&mut self, program: &Program, node: NodeId, mut i: u32) -> Result<Next> {
+        let (start, len) = match program.node(node) {
+            Node::Call { start, len, .. } | Node::PrimCall { start, len, .. } => (start, len),
+            _ => return Ok(Next::Return(Value::NIL)),
+        };
+        while i < len {
+            let k = program.kids[(start + i) as usize];
+            match self.simple(program, k) {
+                Some(v) => {
+                    self.step(program, k)?;
+                    self.vals.push(v?);
+                    i += 1;
+                }
+                None => {
+                    self.push(Kont::Args {
+                        node,
+                        env: self.env,
+                        i,
+                    });
+                    return Ok(Next::Eval(k));
+                }
+            }
+        }
+        self.call(program, node)
+    }
+
+    /// Builds a fresh copy of a quoted datum.
+    fn quote(&mut self, program: &Program, node: NodeId, d: u32) -> Result<Value> {
+        use crate::syntax::reader::DatumKind;
+        let datum = *program.data.get(d);
+        let v = match datum.kind {
+            DatumKind::Num(l) => Value::constant(R::from_literal(l)),
+            DatumKind::Bool(b) => Value::boolean(b),
+            DatumKind::Sym(s) => Value {
+                tag: tag::SYMBOL,
+                aux: s.0,
+                slot: 0,
+            },
+            DatumKind::List { .. } => {
+                let items = program.data.list(d).to_vec();
+                let mut elems = Vec::with_capacity(items.len());
+                for k in items {
+                    elems.push(stacker::maybe_grow(64 * 1024, 1024 * 1024, || {
+                        self.quote(program, node, k)
+                    })?);
+                }
+                let v = crate::prims::lists::from_slice(&mut self.heap, &elems, Value::NIL);
+                self.check_heap(program, node)?;
+                v
+            }
+        };
+        Ok(v)
+    }
+}

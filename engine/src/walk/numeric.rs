@@ -1,0 +1,354 @@
+//! Numbers in the walk: arithmetic folds, lane kernels with tape recording, comparisons with
+//! guards, truthiness over the active lanes, and numbers read as structure.
+//!
+//! Two constants fold to a constant and record nothing. Any lane value makes the result a lane
+//! value: the walk allocates a payload slot, runs the op's lane kernel and (when gradients are
+//! wanted) records the node.
+
+use super::Vm;
+use crate::error::{ErrorKind, Result};
+use crate::prims::Prim;
+use crate::prims::compare::Cmp;
+use crate::prims::scalar::{Arg, Op, forward1, forward2};
+use crate::program::{NodeId, Program};
+use crate::real::Real;
+use crate::tape::{Form, Guard, TapeNode};
+use crate::value::{Value, tag};
+
+impl<R: Real> Vm<R> {
+    pub(super) fn expect_numbers(
+        &self,
+        program: &Program,
+        node: NodeId,
+        p: Prim,
+        a: &[Value],
+    ) -> Result<()> {
+        for (i, v) in a.iter().enumerate() {
+            if !v.is_number() {
+                let kind = if v.tag == tag::MATRIX {
+                    ErrorKind::Shape
+                } else {
+                    ErrorKind::Type
+                };
+                return Err(self.error(
+                    program,
+                    node,
+                    kind,
+                    format!(
+                        "`{}`: operand {} must be a number, got {}",
+                        p.name(),
+                        i + 1,
+                        v.kind_name()
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Variadic `+ - * /`, folding left pairwise (LANGUAGE.md §6.1).
+    pub(super) fn arithmetic(
+        &mut self,
+        program: &Program,
+        node: NodeId,
+        p: Prim,
+        a: &[Value],
+    ) -> Result<Value> {
+        self.expect_numbers(program, node, p, a)?;
+        let zero = Value::constant(R::zero());
+        let one = Value::constant(R::one());
+        let (op, first) = match (p, a.len()) {
+            (Prim::Add, 0) => return Ok(zero),
+            (Prim::Mul, 0) => return Ok(one),
+            (Prim::Add, 1) => return self.num2(program, node, Op::Add, zero, a[0]),
+            (Prim::Mul, 1) => return Ok(a[0]),
+            (Prim::Sub, 1) => return self.num2(program, node, Op::Sub, zero, a[0]),
+            (Prim::Div, 1) => return self.num2(program, node, Op::Div, one, a[0]),
+            (Prim::Add, _) => (Op::Add, Op::Add0),
+            (Prim::Sub, _) => (Op::Sub, Op::Sub),
+            (Prim::Mul, _) => (Op::Mul, Op::Mul),
+            _ => (Op::Div, Op::Div),
+        };
+        let mut acc = self.num2(program, node, first, a[0], a[1])?;
+        for &x in &a[2..] {
+            acc = self.num2(program, node, op, acc, x)?;
+        }
+        Ok(acc)
+    }
+
+    fn record(&mut self, program: &Program, node: NodeId, n: TapeNode) -> Result<()> {
+        if self.record {
+            if self.tape.nodes.len() as u64 >= self.limits.tape_nodes {
+                return Err(self.limit(program, node, "tape nodes", self.limits.tape_nodes));
+            }
+            self.tape.nodes.push(n);
+        }
+        Ok(())
+    }
+
+    /// A unary op on a number.
+    pub(super) fn num1(
+        &mut self,
+        program: &Program,
+        node: NodeId,
+        op: Op,
+        x: Value,
+    ) -> Result<Value> {
+        if x.tag == tag::CONST {
+            return Ok(Value::constant(op.eval1(x.const_value::<R>())));
+        }
+        let out = self.alloc_slots(program, 1, node)?;
+        let b = self.payload.lanes;
+        let (lo, hi) = self.payload.primal.split_at_mut(out as usize * b);
+        let xs = &lo[x.slot as usize * b..(x.slot as usize + 1) * b];
+        forward1(op, &mut hi[..b], xs);
+        let n = TapeNode {
+            op,
+            form: Form::Unary,
+            lanes: self.active,
+            out,
+            a: x.slot,
+            b: 0,
+        };
+        self.record(program, node, n)?;
+        Ok(Value::lanes(out))
+    }
+
+    /// A binary op on two numbers.
+    pub(super) fn num2(
+        &mut self,
+        program: &Program,
+        node: NodeId,
+        op: Op,
+        x: Value,
+        y: Value,
+    ) -> Result<Value> {
+        if x.tag == tag::CONST && y.tag == tag::CONST {
+            return Ok(Value::constant(
+                op.eval2(x.const_value::<R>(), y.const_value::<R>()),
+            ));
+        }
+        let out = self.alloc_slots(program, 1, node)?;
+        let b = self.payload.lanes;
+        let (lo, hi) = self.payload.primal.split_at_mut(out as usize * b);
+        let arg = |v: Value| {
+            if v.tag == tag::CONST {
+                Arg::Const(v.const_value::<R>())
+            } else {
+                Arg::Lanes(&lo[v.slot as usize * b..(v.slot as usize + 1) * b])
+            }
+        };
+        forward2(op, &mut hi[..b], arg(x), arg(y));
+        let (form, a, c) = self.tape_operands(x, y);
+        self.record(
+            program,
+            node,
+            TapeNode {
+                op,
+                form,
+                lanes: self.active,
+                out,
+                a,
+                b: c,
+            },
+        )?;
+        Ok(Value::lanes(out))
+    }
+
+    /// Tape operand encoding of two numbers, at least one a lane value.
+    fn tape_operands(&mut self, x: Value, y: Value) -> (Form, u32, u32) {
+        if !self.record {
+            return (Form::SlotSlot, x.slot, y.slot);
+        }
+        match (x.tag, y.tag) {
+            (tag::CONST, _) => (
+                Form::ConstSlot,
+                self.tape.constant(x.const_value::<R>()),
+                y.slot,
+            ),
+            (_, tag::CONST) => (
+                Form::SlotConst,
+                x.slot,
+                self.tape.constant(y.const_value::<R>()),
+            ),
+            _ => (Form::SlotSlot, x.slot, y.slot),
+        }
+    }
+
+    /// A comparison chain: per lane, every adjacent pair satisfies `cmp`.
+    pub(super) fn compare(
+        &mut self,
+        program: &Program,
+        node: NodeId,
+        cmp: Cmp,
+        a: &[Value],
+    ) -> Result<Value> {
+        let b = self.payload.lanes;
+        let mut acc = std::mem::take(&mut self.scratch);
+        acc.clear();
+        let mut any_lanes = false;
+        let mut uniform_false = false;
+        for w in a.windows(2) {
+            let (x, y) = (w[0], w[1]);
+            if x.tag == tag::CONST && y.tag == tag::CONST {
+                uniform_false |= !cmp.eval(x.const_value::<R>(), y.const_value::<R>());
+                continue;
+            }
+            let lane = |v: Value, i: usize| -> R {
+                if v.tag == tag::CONST {
+                    v.const_value::<R>()
+                } else {
+                    self.payload.primal[v.slot as usize * b + i]
+                }
+            };
+            if !any_lanes {
+                acc.extend((0..b).map(|i| cmp.eval(lane(x, i), lane(y, i))));
+                any_lanes = true;
+            } else {
+                for (i, r) in acc.iter_mut().enumerate() {
+                    *r = *r && cmp.eval(lane(x, i), lane(y, i));
+                }
+            }
+            if self.record {
+                let first = (0..b)
+                    .map(|i| cmp.eval(lane(x, i), lane(y, i)))
+                    .collect::<Vec<_>>();
+                let outcome = first.iter().all(|&r| r == first[0]).then(|| first[0]);
+                let (form, ga, gb) = self.tape_operands(x, y);
+                self.tape.guards.push(Guard {
+                    cmp,
+                    form,
+                    a: ga,
+                    b: gb,
+                    lanes: self.active,
+                    outcome,
+                });
+            }
+        }
+        let out = if uniform_false {
+            Ok(Value::FALSE)
+        } else if !any_lanes {
+            Ok(Value::TRUE)
+        } else {
+            self.make_bool(program, node, &acc)
+        };
+        self.scratch = acc;
+        out
+    }
+
+    /// A boolean from per-lane outcomes: a constant when every lane agrees.
+    pub(super) fn make_bool(
+        &mut self,
+        program: &Program,
+        node: NodeId,
+        lanes: &[bool],
+    ) -> Result<Value> {
+        match lanes.first() {
+            Some(&f) if lanes.iter().all(|&x| x == f) => Ok(Value::boolean(f)),
+            None => Ok(Value::TRUE),
+            _ => {
+                let bytes = self.payload.bytes() + lanes.len() as u64;
+                if bytes > self.limits.payload_bytes {
+                    return Err(self.limit(
+                        program,
+                        node,
+                        "payload bytes",
+                        self.limits.payload_bytes,
+                    ));
+                }
+                Ok(Value {
+                    tag: tag::BOOLS,
+                    aux: 0,
+                    slot: self.payload.alloc_bools(lanes),
+                })
+            }
+        }
+    }
+
+    /// Whether a test value is true, decided over the active lanes (LANGUAGE.md §3.4, §9.2).
+    /// Lanes that disagree are an error until divergent branches are supported.
+    pub(super) fn truth(&self, program: &Program, node: NodeId, v: Value) -> Result<bool> {
+        match v.tag {
+            tag::BOOL => Ok(v.aux != 0),
+            tag::BOOLS => {
+                let lanes = self.payload.bool_lanes(v.slot);
+                let active = self.active_lanes();
+                let (t, f): (Vec<u32>, Vec<u32>) = active.iter().partition(|&&l| lanes[l as usize]);
+                if f.is_empty() {
+                    Ok(true)
+                } else if t.is_empty() {
+                    Ok(false)
+                } else {
+                    Err(self.error(
+                        program,
+                        node,
+                        ErrorKind::Divergence,
+                        format!(
+                            "lanes diverge at this test: it is true in lanes {} and false in lanes {}",
+                            lane_list(&t),
+                            lane_list(&f)
+                        ),
+                    ))
+                }
+            }
+            _ => Ok(true),
+        }
+    }
+
+    /// A number read as structure (an index): the same in every active lane, finite, ≥ 0,
+    /// truncated toward zero (LANGUAGE.md §6.5).
+    pub(super) fn structural_index(
+        &self,
+        program: &Program,
+        node: NodeId,
+        what: &str,
+        v: Value,
+    ) -> Result<usize> {
+        let x: R = match v.tag {
+            tag::CONST => v.const_value(),
+            tag::NUM => {
+                let xs = self.payload.lane_values(v.slot);
+                let active = self.active_lanes();
+                let x0 = xs[active[0] as usize];
+                if active
+                    .iter()
+                    .any(|&l| xs[l as usize] != x0 && !(xs[l as usize].is_nan() && x0.is_nan()))
+                {
+                    return Err(self.error(
+                        program,
+                        node,
+                        ErrorKind::Divergence,
+                        format!("{what} differs across lanes; it must be the same in every lane"),
+                    ));
+                }
+                x0
+            }
+            _ => {
+                return Err(self.error(
+                    program,
+                    node,
+                    ErrorKind::Type,
+                    format!("{what} must be a number, got {}", v.kind_name()),
+                ));
+            }
+        };
+        if !x.is_finite() || x < R::zero() {
+            return Err(self.error(
+                program,
+                node,
+                ErrorKind::Shape,
+                format!("{what} must be finite and ≥ 0, got {x}"),
+            ));
+        }
+        Ok(x.trunc().to_f64() as usize)
+    }
+}
+
+/// "0, 2, 5" (at most 8 lanes, then "…").
+fn lane_list(l: &[u32]) -> String {
+    let mut s: Vec<String> = l.iter().take(8).map(u32::to_string).collect();
+    if l.len() > 8 {
+        s.push(format!("… ({} lanes)", l.len()));
+    }
+    s.join(", ")
+}

@@ -1,0 +1,3 @@
+; expect: done
+(define (f n) (if (= n 0) 'done (apply f (list (- n 1)))))
+(f 100000)

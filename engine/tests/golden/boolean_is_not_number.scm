@@ -1,0 +1,2 @@
+; error: type
+(+ #t 1)

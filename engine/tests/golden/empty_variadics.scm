@@ -1,0 +1,2 @@
+; expect: (() () 0 1 #t)
+(list (list) (append) (+) (*) (and))

@@ -1,0 +1,2 @@
+; expect: #t
+(eq? expt pow)

@@ -1,0 +1,2 @@
+; error: syntax
+(if 1 2)

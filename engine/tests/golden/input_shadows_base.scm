@@ -1,0 +1,4 @@
+; bind: sin=3
+; expect: 6
+; grad: sin=2
+(+ sin sin)

@@ -1,0 +1,2 @@
+; error: syntax
+(list if)

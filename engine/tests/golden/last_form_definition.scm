@@ -1,0 +1,2 @@
+; error: syntax
+(define x 1)

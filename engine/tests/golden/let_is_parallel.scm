@@ -1,0 +1,2 @@
+; expect: 1
+(let ((x 1)) (let ((x 2) (y x)) y))

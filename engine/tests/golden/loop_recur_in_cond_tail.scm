@@ -1,0 +1,2 @@
+; expect: 3
+(loop ((i 0)) (cond ((= i 3) i) (else (recur (+ i 1)))))

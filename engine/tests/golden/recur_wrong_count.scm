@@ -1,0 +1,2 @@
+; error: arity
+(loop ((i 0)) (recur 1 2))

@@ -1,0 +1,2 @@
+; error: unbound
+(set! x 1)

@@ -1,0 +1,4 @@
+; error: type
+; error-at: 3:1
+(car 1)
+2

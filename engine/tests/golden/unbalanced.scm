@@ -1,0 +1,3 @@
+; error: syntax
+; error-at: 3:1
+(+ 1 2

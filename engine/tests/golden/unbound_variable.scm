@@ -1,0 +1,3 @@
+; error: unbound
+; error-at: 3:6
+(+ 1 nope)

@@ -1,0 +1,4 @@
+; error: arity
+; error-at: 4:1
+(define (f x) x)
+(f 1 2)

@@ -1,0 +1,2 @@
+; error: arity
+(car 1 2)

@@ -1,0 +1,187 @@
+//! `ndvm run`: evaluate one program over lanes.
+
+use crate::Failure;
+use crate::{diagnostics, output};
+use clap::{Args, ValueEnum};
+use ndvm_components::BindingsFile;
+use ndvm_engine::prelude::*;
+use std::io::Read;
+use std::time::Instant;
+
+#[derive(Args, Debug)]
+pub struct RunArgs {
+    /// The program file (`-` reads standard input). Not needed with --expr.
+    #[arg(value_name = "PROGRAM_FILE", required_unless_present = "expr")]
+    program: Option<String>,
+    /// The program text itself.
+    #[arg(long, value_name = "SRC", conflicts_with = "program")]
+    expr: Option<String>,
+    /// A scalar input shared by every lane (repeatable).
+    #[arg(long = "bind", value_name = "NAME=VALUE")]
+    binds: Vec<String>,
+    /// A per-lane input (repeatable; every list has the same length B).
+    #[arg(long = "lane", value_name = "NAME=v0,v1,...")]
+    lanes: Vec<String>,
+    /// A JSON file of scalars, lanes and matrices.
+    #[arg(long, value_name = "FILE.json")]
+    bindings: Option<String>,
+    /// Also compute the gradient of the result with respect to every scalar and per-lane input.
+    #[arg(long)]
+    grad: bool,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    json: bool,
+    /// Payload precision.
+    #[arg(long, value_enum, default_value_t = Precision::F32)]
+    precision: Precision,
+    /// Evaluate N times, reusing the decoded program, and report the median time per evaluation.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    repeat: usize,
+    /// Eval-step limit (form evaluations and tail calls).
+    #[arg(long, value_name = "N")]
+    max_steps: Option<u64>,
+    /// Heap-cell limit (pairs, closures, live frames).
+    #[arg(long, value_name = "N")]
+    max_heap_cells: Option<u64>,
+    /// Tape-node limit.
+    #[arg(long, value_name = "N")]
+    max_tape_nodes: Option<u64>,
+    /// Recursion-depth limit (nested non-tail calls).
+    #[arg(long, value_name = "N")]
+    max_depth: Option<u64>,
+    /// Payload limit in bytes.
+    #[arg(long, value_name = "N")]
+    max_payload_bytes: Option<u64>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum Precision {
+    F32,
+    F64,
+}
+
+impl RunArgs {
+    fn limits(&self) -> Limits {
+        let d = Limits::default();
+        Limits {
+            eval_steps: self.max_steps.unwrap_or(d.eval_steps),
+            heap_cells: self.max_heap_cells.unwrap_or(d.heap_cells),
+            tape_nodes: self.max_tape_nodes.unwrap_or(d.tape_nodes),
+            recursion_depth: self.max_depth.unwrap_or(d.recursion_depth),
+            payload_bytes: self.max_payload_bytes.unwrap_or(d.payload_bytes),
+        }
+    }
+
+    /// The program's display name and text.
+    fn source(&self) -> Result<(String, String), Failure> {
+        if let Some(src) = &self.expr {
+            return Ok(("<expr>".into(), src.clone()));
+        }
+        match self.program.as_deref() {
+            Some("-") => {
+                let mut s = String::new();
+                std::io::stdin()
+                    .read_to_string(&mut s)
+                    .map_err(|e| Failure::Usage(format!("reading standard input: {e}")))?;
+                Ok(("<stdin>".into(), s))
+            }
+            Some(path) => std::fs::read_to_string(path)
+                .map(|s| (path.to_string(), s))
+                .map_err(|e| Failure::Usage(format!("cannot read {path}: {e}"))),
+            None => Err(Failure::Usage("give a PROGRAM_FILE or --expr".into())),
+        }
+    }
+
+    fn bindings<R: Real>(&self) -> Result<Bindings<R>, Failure> {
+        let mut b = Bindings::new();
+        if let Some(path) = &self.bindings {
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| Failure::Usage(format!("cannot read {path}: {e}")))?;
+            let file = BindingsFile::from_json(&text)
+                .map_err(|e| Failure::Usage(format!("{path}: {e}")))?;
+            file.apply(&mut b);
+        }
+        for kv in &self.binds {
+            let (name, v) = split_binding(kv, "--bind")?;
+            b.scalar(name, R::from_f64(parse_number(v, kv)?));
+        }
+        for kv in &self.lanes {
+            let (name, vs) = split_binding(kv, "--lane")?;
+            let xs = vs
+                .split(',')
+                .map(|v| parse_number(v.trim(), kv).map(R::from_f64))
+                .collect::<Result<Vec<R>, _>>()?;
+            b.lanes(name, xs);
+        }
+        b.lane_count().map_err(|e| Failure::Usage(e.message))?;
+        Ok(b)
+    }
+}
+
+fn split_binding<'a>(kv: &'a str, flag: &str) -> Result<(&'a str, &'a str), Failure> {
+    kv.split_once('=')
+        .filter(|(n, _)| !n.is_empty())
+        .ok_or_else(|| Failure::Usage(format!("{flag} expects NAME=VALUE, got `{kv}`")))
+}
+
+fn parse_number(v: &str, kv: &str) -> Result<f64, Failure> {
+    ndvm_engine::syntax::reader::parse_number(v)
+        .map(|l| l.f64)
+        .ok_or_else(|| Failure::Usage(format!("`{v}` in `{kv}` is not a number")))
+}
+
+pub fn run(args: RunArgs) -> Result<(), Failure> {
+    if args.repeat == 0 {
+        return Err(Failure::Usage("--repeat must be at least 1".into()));
+    }
+    match args.precision {
+        Precision::F32 => run_with::<f32>(&args),
+        Precision::F64 => run_with::<f64>(&args),
+    }
+}
+
+fn run_with<R: Real>(args: &RunArgs) -> Result<(), Failure> {
+    let (name, src) = args.source()?;
+    let bindings = args.bindings::<R>()?;
+    let fail = |e: Error| {
+        eprintln!("{}", diagnostics::render(&e, &name, &src));
+        if args.json {
+            println!(
+                "{}",
+                serde_json::json!({ "error": diagnostics::json(&e, &src) })
+            );
+        }
+        Failure::Program
+    };
+    let program = Program::new(&src, &bindings.names()).map_err(fail)?;
+    let mut vm = Vm::<R>::new(args.limits());
+    let mut times = Vec::with_capacity(args.repeat);
+    let mut result = None;
+    for _ in 0..args.repeat {
+        let t = Instant::now();
+        let e = evaluate(&mut vm, &program, &bindings, args.grad).map_err(fail)?;
+        times.push(t.elapsed().as_secs_f64() * 1e6);
+        result = Some(e);
+    }
+    let Some(e) = result else { return Ok(()) };
+    let timing = (args.repeat > 1).then(|| {
+        times.sort_by(f64::total_cmp);
+        let median = times[times.len() / 2];
+        let what = if args.grad {
+            "forward+gradient"
+        } else {
+            "forward"
+        };
+        eprintln!(
+            "{median:.3} µs per evaluation ({what}, median of {} repeats, B = {})",
+            args.repeat, e.lanes
+        );
+        (median, args.repeat)
+    });
+    if args.json {
+        println!("{}", output::to_json(&e, timing));
+    } else {
+        println!("{}", output::table(&e));
+    }
+    Ok(())
+}
