@@ -1,1 +1,77 @@
+//! Shared benchmark workloads: the reference scalar programs of `oracle_refs.json` with their
+//! bindings, spread over B lanes.
 
+use ndvm_engine::prelude::*;
+
+/// A benchmark program: name, source and `(input, value)` pairs.
+pub struct Workload {
+    pub name: &'static str,
+    pub src: &'static str,
+    pub inputs: &'static [(&'static str, f64)],
+}
+
+/// The four scalar programs the issue names, with the reference C++ runtime's forward+gradient
+/// time at B = 1 and per lane at B = 256 (µs), measured by the issue's author on this machine kind.
+pub const SCALAR: &[(Workload, f64, f64)] = &[
+    (
+        Workload {
+            name: "affine",
+            src: "(+ (* alpha x) beta)",
+            inputs: &[("alpha", 2.0), ("x", 1.5), ("beta", 1.0)],
+        },
+        0.47,
+        0.028,
+    ),
+    (
+        Workload {
+            name: "michaelis_menten",
+            src: "(/ (* Vmax S) (+ Km S))",
+            inputs: &[("Vmax", 2.0), ("Km", 0.5), ("S", 1.5)],
+        },
+        0.37,
+        0.027,
+    ),
+    (
+        Workload {
+            name: "damped_oscillator",
+            src: "(* A (* (exp (- 0 (* b t))) (cos (* omega t))))",
+            inputs: &[("A", 1.0), ("b", 0.3), ("omega", 2.0), ("t", 1.5)],
+        },
+        1.7,
+        0.059,
+    ),
+    (
+        Workload {
+            name: "logistic_map16",
+            src: "(loop ((x x0) (k 0)) (if (= k 16) x (recur (* r (* x (- 1.0 x))) (+ k 1))))",
+            inputs: &[("r", 3.2), ("x0", 0.4)],
+        },
+        8.8,
+        0.91,
+    ),
+];
+
+impl Workload {
+    /// Every input per lane, each lane slightly different.
+    pub fn bindings(&self, lanes: usize) -> Bindings<f32> {
+        let mut b = Bindings::new();
+        for &(name, x) in self.inputs {
+            if lanes == 1 {
+                b.scalar(name, x as f32);
+            } else {
+                b.lanes(
+                    name,
+                    (0..lanes)
+                        .map(|k| (x * (1.0 + 1e-3 * (k % 7) as f64)) as f32)
+                        .collect(),
+                );
+            }
+        }
+        b
+    }
+
+    pub fn program(&self) -> Program {
+        let names: Vec<&str> = self.inputs.iter().map(|(n, _)| *n).collect();
+        Program::new(self.src, &names).unwrap_or_else(|e| panic!("{}: {e}", self.name))
+    }
+}

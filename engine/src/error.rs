@@ -67,41 +67,59 @@ impl fmt::Display for ErrorKind {
     }
 }
 
-/// A located error. `span` is absent only for errors that concern no source text (bad inputs).
-#[derive(Clone, Debug, PartialEq, thiserror::Error)]
-#[error("{kind} error: {message}")]
-pub struct Error {
+/// What an error says. [`Error`] boxes it so results stay small on the walk's hot path.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ErrorData {
     pub kind: ErrorKind,
     pub message: String,
+    /// Absent only for errors that concern no source text (bad inputs).
     pub span: Option<Span>,
     /// The lanes active when a walk error was raised (`None` for errors before evaluation).
     pub lanes: Option<Vec<u32>>,
 }
 
+/// A located error; its fields are those of [`ErrorData`] (`e.kind`, `e.message`, …).
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[error("{} error: {}", .0.kind, .0.message)]
+pub struct Error(Box<ErrorData>);
+
+impl std::ops::Deref for Error {
+    type Target = ErrorData;
+    fn deref(&self) -> &ErrorData {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Error {
+    fn deref_mut(&mut self) -> &mut ErrorData {
+        &mut self.0
+    }
+}
+
 impl Error {
     pub fn new(kind: ErrorKind, message: impl Into<String>, span: Span) -> Self {
-        Error {
+        Error(Box::new(ErrorData {
             kind,
             message: message.into(),
             span: Some(span),
             lanes: None,
-        }
+        }))
     }
 
     pub fn unlocated(kind: ErrorKind, message: impl Into<String>) -> Self {
-        Error {
+        Error(Box::new(ErrorData {
             kind,
             message: message.into(),
             span: None,
             lanes: None,
-        }
+        }))
     }
 
     pub fn syntax(message: impl Into<String>, span: Span) -> Self {
         Error::new(ErrorKind::Syntax, message, span)
     }
 
-    /// Renders `kind error at line L, column C: message` plus the source line and a marker.
+    /// Renders `kind error: message` plus the line, column, source line and a marker.
     pub fn render(&self, src: &str) -> String {
         let mut out = format!("{} error: {}", self.kind, self.message);
         if let Some(span) = self.span {

@@ -64,15 +64,15 @@ pub fn evaluate<R: Real>(
 impl<R: Real> Vm<R> {
     /// The reverse pass from `result` (seeded with 1 in every lane and element).
     pub fn backward(&mut self, result: Value) {
-        let seeds: Vec<u32> = match result.tag {
-            tag::NUM => vec![result.slot],
+        let seeds = match result.tag {
+            tag::NUM => result.slot..result.slot + 1,
             tag::MATRIX => {
                 let (r, c) = self.shapes[result.aux as usize];
-                (result.slot..result.slot + r * c).collect()
+                result.slot..result.slot + r * c
             }
-            _ => Vec::new(),
+            _ => 0..0,
         };
-        crate::backward::backward(&self.tape, &mut self.payload, &self.lane_sets, &seeds);
+        crate::backward::backward(&self.tape, &mut self.payload, &self.lane_sets, seeds);
     }
 
     /// Per-lane gradient with respect to input `name` after [`Vm::backward`] (zeros for an
@@ -94,6 +94,15 @@ impl<R: Real> Vm<R> {
                 }
             }
             _ => vec![R::zero(); lanes],
+        }
+    }
+
+    /// Per-lane gradient with respect to the program's input `index` (in [`Program::inputs`]
+    /// order) after [`Vm::backward`]; empty for an input that is not a differentiable number.
+    pub fn grad(&self, index: usize) -> &[R] {
+        match self.inputs.get(index) {
+            Some(v) if v.tag == tag::NUM => self.payload.grad(v.slot),
+            _ => &[],
         }
     }
 

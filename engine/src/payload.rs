@@ -4,6 +4,10 @@
 //! lane-minor), so every kernel is a loop over a contiguous lane slice that the compiler
 //! vectorizes. The adjoint buffer mirrors the primal one and is filled by the backward pass.
 //! Per-lane booleans (comparison results that differ across lanes) have their own table.
+//!
+//! The primal buffer keeps its length between walks and is only zero-filled where it grows: every
+//! allocated slot is written in every lane (by its kernel or its input) before anything reads it,
+//! so a reused evaluator skips refilling memory it is about to overwrite.
 
 use crate::real::Real;
 
@@ -13,31 +17,41 @@ pub struct Payload<R> {
     pub primal: Vec<R>,
     pub adjoint: Vec<R>,
     pub bools: Vec<bool>,
+    /// Numeric slots allocated (kept so allocation needs no division).
+    slots: usize,
 }
 
 impl<R: Real> Payload<R> {
     pub fn reset(&mut self, lanes: usize) {
         self.lanes = lanes;
-        self.primal.clear();
         self.adjoint.clear();
         self.bools.clear();
+        self.slots = 0;
     }
 
     /// Number of numeric slots.
     pub fn slots(&self) -> usize {
-        self.primal.len() / self.lanes.max(1)
+        self.slots
     }
 
     /// Bytes held by primal values and per-lane booleans.
     pub fn bytes(&self) -> u64 {
-        (self.primal.len() * std::mem::size_of::<R>() + self.bools.len()) as u64
+        (self.slots * self.lanes * std::mem::size_of::<R>() + self.bools.len()) as u64
+    }
+
+    /// The primal values of every allocated slot.
+    pub fn values(&self) -> &[R] {
+        &self.primal[..self.slots * self.lanes]
     }
 
     /// Appends `n` slots (zeroed) and returns the first.
     pub fn alloc(&mut self, n: usize) -> u32 {
-        let s = self.slots();
-        self.primal
-            .resize(self.primal.len() + n * self.lanes, R::zero());
+        let s = self.slots;
+        self.slots += n;
+        let len = self.slots * self.lanes;
+        if self.primal.len() < len {
+            self.primal.resize(len, R::zero());
+        }
         s as u32
     }
 

@@ -24,7 +24,20 @@ pub trait Real:
     fn clamp_eps() -> Self;
     /// IEEE remainder of truncating division (C `fmod`).
     fn fmod(self, b: Self) -> Self;
+    /// e^x, sin x, cos x as every kernel computes them (f32: [`crate::prims::fastmath`]).
+    fn exp_l(self) -> Self;
+    fn sin_l(self) -> Self;
+    fn cos_l(self) -> Self;
+    /// Whether every value is in the range where the vectorizable forms below equal the
+    /// total ones above.
+    fn exp_vectorizable(xs: &[Self]) -> bool;
+    fn trig_vectorizable(xs: &[Self]) -> bool;
+    fn exp_v(self) -> Self;
+    fn sin_v(self) -> Self;
+    fn cos_v(self) -> Self;
 }
+
+use crate::prims::fastmath;
 
 macro_rules! impl_real {
     ($t:ty, $name:literal, $bits:ty, $field:ident) => {
@@ -54,6 +67,66 @@ macro_rules! impl_real {
             fn fmod(self, b: Self) -> Self {
                 self % b
             }
+            impl_real!(@math $field);
+        }
+    };
+    (@math f32) => {
+        #[inline(always)]
+        fn exp_l(self) -> Self {
+            fastmath::exp(self)
+        }
+        #[inline(always)]
+        fn sin_l(self) -> Self {
+            fastmath::sin(self)
+        }
+        #[inline(always)]
+        fn cos_l(self) -> Self {
+            fastmath::cos(self)
+        }
+        fn exp_vectorizable(xs: &[Self]) -> bool {
+            // A branch-free fold (not `all`) so the check itself vectorizes.
+            xs.iter().fold(true, |ok, &x| ok & fastmath::exp_in_range(x))
+        }
+        fn trig_vectorizable(xs: &[Self]) -> bool {
+            xs.iter().fold(true, |ok, &x| ok & fastmath::trig_in_range(x))
+        }
+        #[inline(always)]
+        fn exp_v(self) -> Self {
+            fastmath::exp_poly(self)
+        }
+        #[inline(always)]
+        fn sin_v(self) -> Self {
+            fastmath::sin_poly_range(self)
+        }
+        #[inline(always)]
+        fn cos_v(self) -> Self {
+            fastmath::cos_poly_range(self)
+        }
+    };
+    (@math f64) => {
+        fn exp_l(self) -> Self {
+            self.exp()
+        }
+        fn sin_l(self) -> Self {
+            self.sin()
+        }
+        fn cos_l(self) -> Self {
+            self.cos()
+        }
+        fn exp_vectorizable(_: &[Self]) -> bool {
+            false
+        }
+        fn trig_vectorizable(_: &[Self]) -> bool {
+            false
+        }
+        fn exp_v(self) -> Self {
+            self.exp()
+        }
+        fn sin_v(self) -> Self {
+            self.sin()
+        }
+        fn cos_v(self) -> Self {
+            self.cos()
         }
     };
 }

@@ -113,7 +113,8 @@ impl RunArgs {
                 .collect::<Result<Vec<R>, _>>()?;
             b.lanes(name, xs);
         }
-        b.lane_count().map_err(|e| Failure::Usage(e.message))?;
+        b.lane_count()
+            .map_err(|e| Failure::Usage(e.message.clone()))?;
         Ok(b)
     }
 }

@@ -6,6 +6,7 @@
 //! back into the program (`map`, `filter`, the folds, `apply`) are driven by the walk.
 
 pub mod compare;
+pub mod fastmath;
 pub mod lists;
 pub mod scalar;
 

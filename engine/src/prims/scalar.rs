@@ -87,8 +87,8 @@ impl Op {
     #[inline(always)]
     pub fn eval1<R: Real>(self, x: R) -> R {
         match self {
-            Op::Sin => x.sin(),
-            Op::Cos => x.cos(),
+            Op::Sin => x.sin_l(),
+            Op::Cos => x.cos_l(),
             Op::Tan => x.tan(),
             Op::Asin => x.asin(),
             Op::Acos => x.acos(),
@@ -96,7 +96,7 @@ impl Op {
             Op::Sinh => x.sinh(),
             Op::Cosh => x.cosh(),
             Op::Tanh => x.tanh(),
-            Op::Exp => x.exp(),
+            Op::Exp => x.exp_l(),
             Op::Log => clamp(x).ln(),
             Op::Sqrt => clamp(x).sqrt(),
             Op::Abs => x.abs(),
@@ -156,8 +156,8 @@ impl Op {
     pub fn vjp1<R: Real>(self, x: R, z: R, g: R) -> R {
         let one = R::one();
         match self {
-            Op::Sin => g * x.cos(),
-            Op::Cos => -(g * x.sin()),
+            Op::Sin => g * x.cos_l(),
+            Op::Cos => -(g * x.sin_l()),
             Op::Tan => g * (one + z * z),
             Op::Asin => g / (one - x * x).sqrt(),
             Op::Acos => -(g / (one - x * x).sqrt()),
@@ -283,6 +283,19 @@ macro_rules! per_op {
 
 /// `out[b] = op(x[b])` over lanes.
 pub fn forward1<R: Real>(op: Op, out: &mut [R], x: &[R]) {
+    // exp, sin and cos vectorize when every lane is in their polynomial's range.
+    match op {
+        Op::Exp if R::exp_vectorizable(x) => {
+            return out.iter_mut().zip(x).for_each(|(o, &v)| *o = v.exp_v());
+        }
+        Op::Sin if R::trig_vectorizable(x) => {
+            return out.iter_mut().zip(x).for_each(|(o, &v)| *o = v.sin_v());
+        }
+        Op::Cos if R::trig_vectorizable(x) => {
+            return out.iter_mut().zip(x).for_each(|(o, &v)| *o = v.cos_v());
+        }
+        _ => {}
+    }
     macro_rules! body {
         ($k:expr) => {
             for (o, &v) in out.iter_mut().zip(x) {
@@ -322,6 +335,124 @@ pub fn forward2<R: Real>(op: Op, out: &mut [R], a: Arg<R>, b: Arg<R>) {
                     }
                 }
                 (Arg::Const(u), Arg::Const(v)) => out.fill($k.eval2(u, v)),
+            }
+        };
+    }
+    per_op!(
+        op,
+        [
+            Sin, Cos, Tan, Asin, Acos, Atan, Sinh, Cosh, Tanh, Exp, Log, Sqrt, Abs, Square, Floor,
+            Ceiling, Round, Truncate, Add, Add0, Sub, Mul, Div, Pow, Min, Max, Modulo, Remainder,
+            Atan2
+        ],
+        body
+    )
+}
+
+/// `gx[b] += vjp1(x[b], z[b], g[b])` over lanes.
+pub fn backward1<R: Real>(op: Op, gx: &mut [R], x: &[R], z: &[R], g: &[R]) {
+    let n = gx.len();
+    let (x, z, g) = (&x[..n], &z[..n], &g[..n]);
+    // The same formulas as `vjp1`, vectorized when every lane is in the polynomials' range.
+    match op {
+        Op::Sin if R::trig_vectorizable(x) => {
+            for i in 0..n {
+                gx[i] = gx[i] + g[i] * x[i].cos_v();
+            }
+            return;
+        }
+        Op::Cos if R::trig_vectorizable(x) => {
+            for i in 0..n {
+                gx[i] = gx[i] + -(g[i] * x[i].sin_v());
+            }
+            return;
+        }
+        _ => {}
+    }
+    macro_rules! body {
+        ($k:expr) => {
+            for i in 0..n {
+                gx[i] = gx[i] + $k.vjp1(x[i], z[i], g[i]);
+            }
+        };
+    }
+    per_op!(
+        op,
+        [
+            Sin, Cos, Tan, Asin, Acos, Atan, Sinh, Cosh, Tanh, Exp, Log, Sqrt, Abs, Square, Floor,
+            Ceiling, Round, Truncate, Add, Add0, Sub, Mul, Div, Pow, Min, Max, Modulo, Remainder,
+            Atan2
+        ],
+        body
+    )
+}
+
+/// Where a binary op's adjoints go: two distinct slices, one slice receiving both (an operand
+/// used twice, as in `(* x x)`), or only one operand being a lane value.
+#[derive(Debug)]
+pub enum Grads<'a, R> {
+    Both(&'a mut [R], &'a mut [R]),
+    Same(&'a mut [R]),
+    First(&'a mut [R]),
+    Second(&'a mut [R]),
+}
+
+/// Accumulates a binary op's adjoints over lanes.
+pub fn backward2<R: Real>(op: Op, a: Arg<R>, b: Arg<R>, z: &[R], g: &[R], out: Grads<R>) {
+    let n = z.len();
+    let g = &g[..n];
+    let lane = |v: Arg<R>, i: usize| match v {
+        Arg::Lanes(x) => x[i],
+        Arg::Const(c) => c,
+    };
+    macro_rules! body {
+        ($k:expr) => {
+            match (out, a, b) {
+                (Grads::Both(ga, gb), Arg::Lanes(x), Arg::Lanes(y)) => {
+                    let (ga, gb, x, y) = (&mut ga[..n], &mut gb[..n], &x[..n], &y[..n]);
+                    for i in 0..n {
+                        let (da, db) = $k.vjp2(x[i], y[i], z[i], g[i]);
+                        ga[i] = ga[i] + da;
+                        gb[i] = gb[i] + db;
+                    }
+                }
+                (Grads::Same(gx), _, _) => {
+                    let gx = &mut gx[..n];
+                    for i in 0..n {
+                        let (da, db) = $k.vjp2(lane(a, i), lane(b, i), z[i], g[i]);
+                        gx[i] = gx[i] + da + db;
+                    }
+                }
+                (Grads::First(ga), Arg::Lanes(x), Arg::Const(c)) => {
+                    let (ga, x) = (&mut ga[..n], &x[..n]);
+                    for i in 0..n {
+                        ga[i] = ga[i] + $k.vjp2(x[i], c, z[i], g[i]).0;
+                    }
+                }
+                (Grads::Second(gb), Arg::Const(c), Arg::Lanes(y)) => {
+                    let (gb, y) = (&mut gb[..n], &y[..n]);
+                    for i in 0..n {
+                        gb[i] = gb[i] + $k.vjp2(c, y[i], z[i], g[i]).1;
+                    }
+                }
+                (out, a, b) => {
+                    // Any other pairing is a caller bug; fall back to the generic loop.
+                    let (mut ga, mut gb) = match out {
+                        Grads::Both(x, y) => (Some(x), Some(y)),
+                        Grads::First(x) => (Some(x), None),
+                        Grads::Second(y) => (None, Some(y)),
+                        Grads::Same(x) => (Some(x), None),
+                    };
+                    for i in 0..n {
+                        let (da, db) = $k.vjp2(lane(a, i), lane(b, i), z[i], g[i]);
+                        if let Some(ga) = ga.as_deref_mut() {
+                            ga[i] = ga[i] + da;
+                        }
+                        if let Some(gb) = gb.as_deref_mut() {
+                            gb[i] = gb[i] + db;
+                        }
+                    }
+                }
             }
         };
     }

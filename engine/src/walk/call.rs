@@ -25,6 +25,20 @@ impl<R: Real> Vm<R> {
                 prim, len, tail, ..
             } => {
                 let base = self.vals.len() - len as usize;
+                // The common case: two numbers through + - * /.
+                if len == 2 && matches!(prim, Prim::Add | Prim::Sub | Prim::Mul | Prim::Div) {
+                    let (x, y) = (self.vals[base], self.vals[base + 1]);
+                    if x.is_number() && y.is_number() {
+                        let op = match prim {
+                            Prim::Add => Op::Add0,
+                            Prim::Sub => Op::Sub,
+                            Prim::Mul => Op::Mul,
+                            _ => Op::Div,
+                        };
+                        self.vals.truncate(base);
+                        return Ok(Next::Return(self.num2(program, node, op, x, y)?));
+                    }
+                }
                 self.apply_prim(program, node, prim, base, base, tail)
             }
             Node::Call { len, tail, .. } => {

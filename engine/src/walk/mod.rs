@@ -142,8 +142,10 @@ impl<R: Real> Vm<R> {
 
     fn bind(&mut self, program: &Program, bindings: &Bindings<R>) -> Result<()> {
         let lanes = self.payload.lanes;
-        for name in &program.inputs {
-            let Some(b) = bindings.items.iter().find(|b| &b.name == name) else {
+        for (i, name) in program.inputs.iter().enumerate() {
+            // Programs are usually decoded against the bindings' own names, in order.
+            let same = bindings.items.get(i).filter(|b| &b.name == name);
+            let Some(b) = same.or_else(|| bindings.items.iter().find(|b| &b.name == name)) else {
                 return Err(Error::unlocated(
                     ErrorKind::Input,
                     format!("input `{name}` is not bound"),
@@ -224,8 +226,9 @@ impl<R: Real> Vm<R> {
     }
 
     pub(crate) fn alloc_slots(&mut self, program: &Program, n: usize, node: NodeId) -> Result<u32> {
-        let bytes = (self.payload.primal.len() + n * self.payload.lanes) * std::mem::size_of::<R>();
-        if bytes as u64 + self.payload.bools.len() as u64 > self.limits.payload_bytes {
+        let bytes =
+            ((self.payload.slots() + n) * self.payload.lanes * std::mem::size_of::<R>()) as u64;
+        if bytes + self.payload.bools.len() as u64 > self.limits.payload_bytes {
             return Err(self.limit(program, node, "payload bytes", self.limits.payload_bytes));
         }
         Ok(self.payload.alloc(n))

@@ -99,9 +99,15 @@ impl<R: Real> Vm<R> {
         }
         let out = self.alloc_slots(program, 1, node)?;
         let b = self.payload.lanes;
-        let (lo, hi) = self.payload.primal.split_at_mut(out as usize * b);
-        let xs = &lo[x.slot as usize * b..(x.slot as usize + 1) * b];
-        forward1(op, &mut hi[..b], xs);
+        let primal = &mut self.payload.primal;
+        if b == 1 {
+            // One lane: the kernel's formula without the lane loop (same bits).
+            primal[out as usize] = op.eval1(primal[x.slot as usize]);
+        } else {
+            let (lo, hi) = primal.split_at_mut(out as usize * b);
+            let xs = &lo[x.slot as usize * b..(x.slot as usize + 1) * b];
+            forward1(op, &mut hi[..b], xs);
+        }
         let n = TapeNode {
             op,
             form: Form::Unary,
@@ -130,15 +136,28 @@ impl<R: Real> Vm<R> {
         }
         let out = self.alloc_slots(program, 1, node)?;
         let b = self.payload.lanes;
-        let (lo, hi) = self.payload.primal.split_at_mut(out as usize * b);
-        let arg = |v: Value| {
-            if v.tag == tag::CONST {
-                Arg::Const(v.const_value::<R>())
-            } else {
-                Arg::Lanes(&lo[v.slot as usize * b..(v.slot as usize + 1) * b])
-            }
-        };
-        forward2(op, &mut hi[..b], arg(x), arg(y));
+        let primal = &mut self.payload.primal;
+        if b == 1 {
+            // One lane: the kernel's formula without the lane loop (same bits).
+            let one = |v: Value| {
+                if v.tag == tag::CONST {
+                    v.const_value::<R>()
+                } else {
+                    primal[v.slot as usize]
+                }
+            };
+            primal[out as usize] = op.eval2(one(x), one(y));
+        } else {
+            let (lo, hi) = primal.split_at_mut(out as usize * b);
+            let arg = |v: Value| {
+                if v.tag == tag::CONST {
+                    Arg::Const(v.const_value::<R>())
+                } else {
+                    Arg::Lanes(&lo[v.slot as usize * b..(v.slot as usize + 1) * b])
+                }
+            };
+            forward2(op, &mut hi[..b], arg(x), arg(y));
+        }
         let (form, a, c) = self.tape_operands(x, y);
         self.record(
             program,

@@ -1,0 +1,33 @@
+//! Runs one benchmark workload in a loop, for profilers: `profile_loop NAME LANES ITERS [grad]`.
+use ndvm_benches::SCALAR;
+use ndvm_engine::prelude::*;
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let name = args.get(1).map_or("affine", String::as_str);
+    let lanes: usize = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(1);
+    let iters: usize = args
+        .get(3)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(1_000_000);
+    let grad = args.get(4).is_some_and(|s| s == "grad");
+    let Some((w, _, _)) = SCALAR.iter().find(|(w, _, _)| w.name == name) else {
+        return;
+    };
+    let program = w.program();
+    let bindings = w.bindings(lanes);
+    let mut vm = Vm::<f32>::default();
+    let t = std::time::Instant::now();
+    let mut acc = 0.0f32;
+    for _ in 0..iters {
+        if let Ok(v) = vm.eval(&program, &bindings, grad) {
+            if grad {
+                vm.backward(v);
+            }
+            acc += vm.grad(0).first().copied().unwrap_or(0.0);
+        }
+    }
+    let dt = t.elapsed().as_secs_f64() * 1e6 / iters as f64;
+    eprintln!("{:?}", vm.stats());
+    println!("{name} B={lanes} grad={grad}: {dt:.3} µs per evaluation ({acc})");
+}
