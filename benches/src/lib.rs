@@ -4,6 +4,7 @@
 use ndvm_engine::prelude::*;
 
 /// A benchmark program: name, source and `(input, value)` pairs.
+#[derive(Debug)]
 pub struct Workload {
     pub name: &'static str,
     pub src: &'static str,

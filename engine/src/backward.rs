@@ -152,3 +152,48 @@ fn node_some_lanes<R: Real>(tape: &Tape<R>, p: &mut Payload<R>, n: &TapeNode, su
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::prims::scalar::Op;
+
+    /// A node recorded under a lane subset sends adjoints to those lanes only, even when the
+    /// other lanes hold values whose VJP would be NaN.
+    #[test]
+    fn subset_nodes_touch_only_their_lanes() {
+        let mut p = Payload::<f32>::default();
+        p.reset(4);
+        let x = p.alloc(1);
+        let y = p.alloc(1);
+        p.lane_values_mut(x).copy_from_slice(&[1.0, 0.0, 2.0, 0.0]);
+        // y = 1/x; lanes 1 and 3 (x = 0) were inactive when it was recorded.
+        for l in 0..4 {
+            p.lane_values_mut(y)[l] = Op::Div.eval2(1.0, p.lane_values(x)[l]);
+        }
+        let mut sets = LaneSets::default();
+        let even = sets.add(vec![0, 2]);
+        let mut tape = Tape::<f32>::default();
+        tape.nodes.push(TapeNode {
+            op: Op::Div,
+            form: Form::ConstSlot,
+            lanes: even,
+            out: y,
+            a: 0,
+            b: x,
+        });
+        tape.consts.push(1.0);
+        backward(&tape, &mut p, &sets, y..y + 1);
+        // d(1/x)/dx = -1/x² in lanes 0 and 2; nothing in lanes 1 and 3 (1/0² would be inf).
+        assert_eq!(p.grad(x), &[-1.0, 0.0, -0.25, 0.0]);
+        // The same node over every lane reaches all four.
+        let all = [TapeNode {
+            lanes: crate::lanes::ALL,
+            ..tape.nodes[0]
+        }];
+        tape.nodes.clear();
+        tape.nodes.extend(all);
+        backward(&tape, &mut p, &sets, y..y + 1);
+        assert!(p.grad(x)[1].is_infinite());
+    }
+}

@@ -137,7 +137,9 @@ impl<R: Real> Bindings<R> {
             .map(|x| Binding {
                 name: x.name.clone(),
                 value: match &x.value {
-                    Input::Lanes(v) => Input::Lanes(vec![v[b.min(v.len() - 1)]]),
+                    Input::Lanes(v) => {
+                        Input::Lanes(v.get(b).or(v.last()).copied().into_iter().collect())
+                    }
                     other => other.clone(),
                 },
                 param: x.param,

@@ -138,7 +138,7 @@ fn b64_lanes_equal_their_own_b1_runs_bit_for_bit() {
 #[test]
 fn edge_semantics_are_pinned() {
     let v = |src: &str| numbers(&run::<f32>(src, &Bindings::new(), false).expect(src))[0];
-    assert_eq!(v("(sqrt (- 0 1.0))"), 9.99999975e-05);
+    assert_eq!(v("(sqrt (- 0 1.0))"), 1e-4); // f32 9.99999975e-05
     assert_eq!(v("(log (- 0 1.0))"), -18.420681);
     assert_eq!(v("(/ 1.0 0.0)"), f32::INFINITY);
     assert_eq!(v("(/ -1 0)"), f32::NEG_INFINITY);

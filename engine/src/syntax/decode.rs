@@ -109,11 +109,10 @@ impl Decoder<'_> {
     }
 
     fn alloc_slot(&mut self) -> u32 {
-        let f = self.frames.last_mut().map_or(0, |f| {
+        self.frames.last_mut().map_or(0, |f| {
             f.next_slot += 1;
             f.next_slot - 1
-        });
-        f
+        })
     }
 
     fn name(&self, s: Sym) -> &str {

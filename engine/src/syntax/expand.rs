@@ -705,7 +705,7 @@ mod tests {
         assert_eq!(
             ex("(loop ((i 0)) (recur 1 2))")
                 .map(|_| ())
-                .unwrap_err()
+                .expect_err("recur arity")
                 .kind,
             ErrorKind::Arity
         );

@@ -44,16 +44,15 @@ fn python_json(text: &str) -> String {
         if c == '"' && prev != '\\' {
             in_str = !in_str;
         }
-        if !in_str {
-            if let Some(tok) = ["-Infinity", "Infinity", "NaN"]
+        if !in_str
+            && let Some(tok) = ["-Infinity", "Infinity", "NaN"]
                 .iter()
                 .find(|t| rest.starts_with(**t))
-            {
-                out.push_str(&format!("\"{tok}\""));
-                rest = &rest[tok.len()..];
-                prev = 'x';
-                continue;
-            }
+        {
+            out.push_str(&format!("\"{tok}\""));
+            rest = &rest[tok.len()..];
+            prev = 'x';
+            continue;
         }
         out.push(c);
         prev = c;
