@@ -4,11 +4,11 @@
 //! its output adjoint to its operands through the op's VJP, touching only the lanes that were
 //! active when it was recorded. Lanes never mix: lane `b` of a gradient is ∂result_b/∂input_b.
 //! Nodes recorded with every lane active run the monomorphized lane kernels of
-//! [`crate::prims::scalar`]; nodes of a lane subset visit only their lanes.
+//! [`crate::prims::kernels`]; nodes of a lane subset visit only their lanes.
 
 use crate::lanes::LaneSets;
 use crate::payload::Payload;
-use crate::prims::scalar::{Arg, Grads, backward1, backward2};
+use crate::prims::kernels::{Arg, Grads, backward1, backward2};
 use crate::real::Real;
 use crate::tape::{Form, Tape, TapeNode};
 

@@ -1,12 +1,14 @@
 //! Primitives: the procedures of the base environment (LANGUAGE.md §6).
 //!
 //! Every primitive has an id ([`Prim`]), a name and an arity; the decoder resolves names to ids
-//! once. Numeric primitives are defined in [`scalar`] as a forward function and a vector-Jacobian
-//! product over lanes; list and predicate primitives in [`lists`]; the prelude procedures that call
+//! once. Numeric primitives are defined in [`scalar`] as a forward formula and a vector-Jacobian
+//! product, run over lanes by [`kernels`] (with [`fastmath`] for f32 `exp`/`sin`/`cos`);
+//! comparisons are in [`compare`], list helpers in [`lists`]; the prelude procedures that call
 //! back into the program (`map`, `filter`, the folds, `apply`) are driven by the walk.
 
 pub mod compare;
 pub mod fastmath;
+pub mod kernels;
 pub mod lists;
 pub mod scalar;
 

@@ -10,6 +10,7 @@
 mod call;
 mod equality;
 pub mod kont;
+mod native;
 mod numeric;
 
 use crate::bindings::{Bindings, Input};
