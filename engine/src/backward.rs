@@ -3,12 +3,13 @@
 //! The result's adjoint is seeded with 1 in every lane (LANGUAGE.md §8.2); each node then sends
 //! its output adjoint to its operands through the op's VJP, touching only the lanes that were
 //! active when it was recorded. Lanes never mix: lane `b` of a gradient is ∂result_b/∂input_b.
-//! Nodes recorded with every lane active run the monomorphized lane kernels of
-//! [`crate::prims::kernels`]; nodes of a lane subset visit only their lanes.
+//! Every node runs the monomorphized lane kernels of [`crate::prims::kernels`] over its lanes: all
+//! of them, or each run of consecutive lanes of its subset.
 
 use crate::lanes::LaneSets;
 use crate::payload::Payload;
 use crate::prims::kernels::{Arg, Grads, backward1, backward2};
+use crate::prims::scalar::Op;
 use crate::real::Real;
 use crate::tape::{Form, Tape, TapeNode};
 
@@ -30,60 +31,64 @@ pub fn backward<R: Real>(
         return;
     }
     for n in tape.nodes.iter().rev() {
-        match sets.get(n.lanes) {
-            None => node_all_lanes(tape, payload, n),
-            Some(subset) => node_some_lanes(tape, payload, n, subset),
+        if n.op == Op::Select {
+            select_vjp(payload, sets, n);
+            continue;
+        }
+        match sets.runs(n.lanes) {
+            None => node_lanes(tape, payload, n, 0, lanes),
+            Some(runs) => {
+                for &(s, len) in runs {
+                    node_lanes(tape, payload, n, s as usize, (s + len) as usize);
+                }
+            }
         }
     }
 }
 
-fn node_all_lanes<R: Real>(tape: &Tape<R>, p: &mut Payload<R>, n: &TapeNode) {
+/// Lanes `[s, e)` of one node, through the vectorized lane kernels.
+fn node_lanes<R: Real>(tape: &Tape<R>, p: &mut Payload<R>, n: &TapeNode, s: usize, e: usize) {
     let b = p.lanes;
-    let (o, a, c) = (n.out as usize * b, n.a as usize * b, n.b as usize * b);
+    let m = e - s;
+    let (o, a, c) = (
+        n.out as usize * b + s,
+        n.a as usize * b + s,
+        n.b as usize * b + s,
+    );
     let x = &p.primal;
     // Operands are always recorded before the node's output: their adjoints lie below it.
-    let (below, above) = p.adjoint.split_at_mut(o);
-    let g = &above[..b];
-    let z = &x[o..o + b];
-    let lanes = |s: usize| &x[s..s + b];
+    let (below, above) = p.adjoint.split_at_mut(n.out as usize * b);
+    let g = &above[s..e];
+    let z = &x[o..o + m];
+    let lanes = |at: usize| &x[at..at + m];
     match n.form {
-        Form::Unary => backward1(n.op, &mut below[a..a + b], lanes(a), z, g),
+        Form::Unary => backward1(n.op, &mut below[a..a + m], lanes(a), z, g),
         Form::SlotConst => {
             let k = tape.consts[n.b as usize];
-            backward2(
-                n.op,
-                Arg::Lanes(lanes(a)),
-                Arg::Const(k),
-                z,
-                g,
-                Grads::First(&mut below[a..a + b]),
-            );
+            let grads = Grads::First(&mut below[a..a + m]);
+            backward2(n.op, Arg::Lanes(lanes(a)), Arg::Const(k), z, g, grads);
         }
         Form::ConstSlot => {
             let k = tape.consts[n.a as usize];
-            backward2(
-                n.op,
-                Arg::Const(k),
-                Arg::Lanes(lanes(c)),
-                z,
-                g,
-                Grads::Second(&mut below[c..c + b]),
-            );
+            let grads = Grads::Second(&mut below[c..c + m]);
+            backward2(n.op, Arg::Const(k), Arg::Lanes(lanes(c)), z, g, grads);
         }
         Form::SlotSlot if a == c => {
+            let grads = Grads::Same(&mut below[a..a + m]);
             backward2(
                 n.op,
                 Arg::Lanes(lanes(a)),
                 Arg::Lanes(lanes(c)),
                 z,
                 g,
-                Grads::Same(&mut below[a..a + b]),
+                grads,
             );
         }
+        Form::ConstConst => {}
         Form::SlotSlot => {
             let (lo, hi, swap) = if a < c { (a, c, false) } else { (c, a, true) };
             let (first, second) = below.split_at_mut(hi);
-            let (g_lo, g_hi) = (&mut first[lo..lo + b], &mut second[..b]);
+            let (g_lo, g_hi) = (&mut first[lo..lo + m], &mut second[..m]);
             let grads = if swap {
                 Grads::Both(g_hi, g_lo)
             } else {
@@ -120,35 +125,24 @@ fn node_one_lane<R: Real>(tape: &Tape<R>, p: &mut Payload<R>, n: &TapeNode) {
         }
         Form::SlotConst => adj[a] = adj[a] + n.op.vjp2(x[a], tape.consts[c], z, g).0,
         Form::ConstSlot => adj[c] = adj[c] + n.op.vjp2(tape.consts[a], x[c], z, g).1,
+        Form::ConstConst => {}
     }
 }
 
-fn node_some_lanes<R: Real>(tape: &Tape<R>, p: &mut Payload<R>, n: &TapeNode, subset: &[u32]) {
+/// A merge: each lane's adjoint goes to the side that lane took, and nowhere else.
+fn select_vjp<R: Real>(p: &mut Payload<R>, sets: &LaneSets, n: &TapeNode) {
     let b = p.lanes;
-    let (o, a, c) = (n.out as usize * b, n.a as usize * b, n.b as usize * b);
-    let (x, adj) = (&p.primal, &mut p.adjoint);
-    for &l in subset {
-        let l = l as usize;
-        let g = adj[o + l];
-        match n.form {
-            Form::Unary => adj[a + l] = adj[a + l] + n.op.vjp1(x[a + l], x[o + l], g),
-            Form::SlotSlot => {
-                let (da, db) = n.op.vjp2(x[a + l], x[c + l], x[o + l], g);
-                adj[a + l] = adj[a + l] + da;
-                adj[c + l] = adj[c + l] + db;
-            }
-            Form::SlotConst => {
-                let da =
-                    n.op.vjp2(x[a + l], tape.consts[n.b as usize], x[o + l], g)
-                        .0;
-                adj[a + l] = adj[a + l] + da;
-            }
-            Form::ConstSlot => {
-                let db =
-                    n.op.vjp2(tape.consts[n.a as usize], x[c + l], x[o + l], g)
-                        .1;
-                adj[c + l] = adj[c + l] + db;
-            }
+    let o = n.out as usize * b;
+    let then_const = matches!(n.form, Form::ConstSlot | Form::ConstConst);
+    let else_const = matches!(n.form, Form::SlotConst | Form::ConstConst);
+    for (set, operand, constant) in [(n.lanes, n.a, then_const), (n.aux, n.b, else_const)] {
+        if constant {
+            continue;
+        }
+        let base = operand as usize * b;
+        for &l in sets.get(set).unwrap_or(&[]) {
+            let l = l as usize;
+            p.adjoint[base + l] = p.adjoint[base + l] + p.adjoint[o + l];
         }
     }
 }
@@ -181,6 +175,7 @@ mod tests {
             out: y,
             a: 0,
             b: x,
+            aux: 0,
         });
         tape.consts.push(1.0);
         backward(&tape, &mut p, &sets, y..y + 1);

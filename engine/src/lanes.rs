@@ -1,17 +1,26 @@
 //! Active lane sets.
 //!
-//! A walk starts with every lane active. The tape records, for each node, the id of the lane set
-//! that was active, and the backward pass touches only those lanes, so a value computed in a lane
-//! that had finished never reaches a gradient. Set 0 is always "every lane"; the divergence
-//! machinery (per-lane branches and loop exits) adds subsets.
+//! A walk starts with every lane active. A test that splits the active lanes makes two subsets;
+//! the tape records, for each node, the set that was active, and both the kernels and the
+//! backward pass touch only those lanes — so work is proportional to the active lanes, and a
+//! value computed in a lane that had finished never reaches a gradient. Set 0 is always "every
+//! lane". A subset is kept both as a sorted lane list and as maximal runs of consecutive lanes,
+//! over which the vectorized kernels run on sub-slices.
 
 /// The id of the set of all lanes.
 pub const ALL: u32 = 0;
 
+/// One subset: its sorted lanes and their runs `(first, len)`.
+#[derive(Debug, Default)]
+struct Subset {
+    lanes: Vec<u32>,
+    runs: Vec<(u32, u32)>,
+}
+
 #[derive(Debug, Default)]
 pub struct LaneSets {
-    /// Subsets by id − 1, each a sorted list of lane indices.
-    subsets: Vec<Vec<u32>>,
+    /// Subsets by id − 1.
+    subsets: Vec<Subset>,
 }
 
 impl LaneSets {
@@ -19,9 +28,16 @@ impl LaneSets {
         self.subsets.clear();
     }
 
-    /// Registers a subset and returns its id.
+    /// Registers a subset (sorted lane indices) and returns its id.
     pub fn add(&mut self, lanes: Vec<u32>) -> u32 {
-        self.subsets.push(lanes);
+        let mut runs: Vec<(u32, u32)> = Vec::new();
+        for &l in &lanes {
+            match runs.last_mut() {
+                Some((first, len)) if *first + *len == l => *len += 1,
+                _ => runs.push((l, 1)),
+            }
+        }
+        self.subsets.push(Subset { lanes, runs });
         self.subsets.len() as u32
     }
 
@@ -30,7 +46,32 @@ impl LaneSets {
         if id == ALL {
             None
         } else {
-            self.subsets.get(id as usize - 1).map(Vec::as_slice)
+            self.subsets
+                .get(id as usize - 1)
+                .map(|s| s.lanes.as_slice())
         }
+    }
+
+    /// The runs of consecutive lanes of a subset (`None` for [`ALL`]).
+    pub fn runs(&self, id: u32) -> Option<&[(u32, u32)]> {
+        if id == ALL {
+            None
+        } else {
+            self.subsets.get(id as usize - 1).map(|s| s.runs.as_slice())
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn runs_cover_the_subset() {
+        let mut s = LaneSets::default();
+        let id = s.add(vec![0, 1, 2, 5, 7, 8]);
+        assert_eq!(s.get(id), Some(&[0, 1, 2, 5, 7, 8][..]));
+        assert_eq!(s.runs(id), Some(&[(0, 3), (5, 1), (7, 2)][..]));
+        assert_eq!(s.runs(ALL), None);
     }
 }

@@ -4,7 +4,8 @@
 //! stored once in [`Tape::consts`]. The walk computes every lane value by running the node it
 //! records, so replaying the nodes in order reproduces the walk's numbers exactly. Guards record
 //! each comparison over lane values that the walk decided on, with its outcome, so a later replay
-//! can check that the control path still holds.
+//! can check that the control path still holds; branch guards record each branch outcome per
+//! lane. A merge of a branch that split the lanes is an [`Op::Select`] node.
 
 use crate::prims::scalar::Op;
 
@@ -20,6 +21,8 @@ pub enum Form {
     SlotConst,
     /// `a` is a constant index, `b` a slot.
     ConstSlot,
+    /// Both operands are constant indices (only a merge records this).
+    ConstConst,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -31,6 +34,21 @@ pub struct TapeNode {
     pub out: u32,
     pub a: u32,
     pub b: u32,
+    /// For a merge ([`Op::Select`]): the else-lanes' set (`lanes` holds the then-lanes').
+    pub aux: u32,
+}
+
+/// A branch decided on per-lane booleans: the lanes it was decided over and how it went.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BranchGuard {
+    /// The deciding form (an `if`, or the form that expanded to one).
+    pub node: u32,
+    /// The active lane set when it was decided.
+    pub lanes: u32,
+    /// `Some(outcome)` when every active lane agreed; `None` when it split (see `then`).
+    pub outcome: Option<bool>,
+    /// The then-lanes' set of a split branch.
+    pub then: u32,
 }
 
 /// A comparison that steered the walk: `a cmp b` had `outcome` in the guarded lanes.
@@ -50,6 +68,7 @@ pub struct Tape<R> {
     pub nodes: Vec<TapeNode>,
     pub consts: Vec<R>,
     pub guards: Vec<Guard>,
+    pub branches: Vec<BranchGuard>,
 }
 
 impl<R: Copy> Tape<R> {
@@ -57,6 +76,7 @@ impl<R: Copy> Tape<R> {
         self.nodes.clear();
         self.consts.clear();
         self.guards.clear();
+        self.branches.clear();
     }
 
     pub fn constant(&mut self, x: R) -> u32 {

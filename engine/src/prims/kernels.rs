@@ -40,6 +40,8 @@ macro_rules! per_op {
             Op::Modulo => $body!(Op::Modulo),
             Op::Remainder => $body!(Op::Remainder),
             Op::Atan2 => $body!(Op::Atan2),
+            // Merges are written by the walk and differentiated by the backward pass directly.
+            Op::Select => {}
         }
     };
 }

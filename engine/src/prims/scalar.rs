@@ -44,6 +44,9 @@ pub enum Op {
     Modulo,
     Remainder,
     Atan2,
+    /// The per-lane merge of a split branch: the then-lanes take `a`, the else-lanes `b`. Its
+    /// lane sets live on the tape node; the walk and the backward pass handle it directly.
+    Select,
 }
 
 impl Op {
@@ -80,6 +83,7 @@ impl Op {
             Op::Max => "max",
             Op::Modulo => "modulo",
             Op::Remainder => "remainder",
+            Op::Select => "if",
         }
     }
 

@@ -23,6 +23,8 @@ pub enum Kont {
     Return { env: u32, height: u32 },
     /// A prelude procedure (`map`, `filter`, the folds) waiting for a call it made.
     Native { idx: u32 },
+    /// A split branch waiting for one of its sides.
+    Merge { idx: u32 },
 }
 
 /// The state of a prelude procedure that calls back into the program.

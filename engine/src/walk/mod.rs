@@ -10,6 +10,7 @@
 mod call;
 mod equality;
 pub mod kont;
+mod merge;
 mod native;
 mod numeric;
 
@@ -43,6 +44,8 @@ pub struct WalkStats {
     /// The deepest continuation stack.
     pub peak_konts: u64,
     pub lanes: u64,
+    /// Branches whose test split the active lanes (each ran both sides and merged).
+    pub splits: u64,
 }
 
 /// A reusable evaluator: arenas, payload and tape are kept (cleared) between evaluations.
@@ -58,6 +61,7 @@ pub struct Vm<R: Real> {
     konts: Vec<Kont>,
     vals: Vec<Value>,
     natives: Vec<Native>,
+    merges: Vec<merge::Merge>,
     /// The bound value of each program input.
     pub(crate) inputs: Vec<Value>,
     env: u32,
@@ -91,6 +95,7 @@ impl<R: Real> Vm<R> {
             konts: Vec::new(),
             vals: Vec::new(),
             natives: Vec::new(),
+            merges: Vec::new(),
             inputs: Vec::new(),
             env: TOP_FRAME,
             height: 1,
@@ -133,6 +138,7 @@ impl<R: Real> Vm<R> {
         self.konts.clear();
         self.vals.clear();
         self.natives.clear();
+        self.merges.clear();
         self.inputs.clear();
         self.steps = 0;
         self.depth = 0;
@@ -194,6 +200,12 @@ impl<R: Real> Vm<R> {
             peak_frames: self.heap.peak_frames as u64,
             peak_konts: self.peak_konts as u64,
             lanes: self.payload.lanes as u64,
+            splits: self
+                .tape
+                .branches
+                .iter()
+                .filter(|g| g.outcome.is_none())
+                .count() as u64,
         }
     }
 
@@ -217,13 +229,16 @@ impl<R: Real> Vm<R> {
         }
     }
 
+    /// A limit error; inside a split branch it names the lanes still running.
     fn limit(&self, program: &Program, node: NodeId, what: &str, value: u64) -> Error {
-        self.error(
-            program,
-            node,
-            ErrorKind::Limit,
-            format!("{what} limit of {value} exceeded"),
-        )
+        let mut msg = format!("{what} limit of {value} exceeded");
+        if let Some(lanes) = self.lane_sets.get(self.active) {
+            msg.push_str(&format!(
+                " (lanes still running: {})",
+                numeric::lane_list(lanes)
+            ));
+        }
+        self.error(program, node, ErrorKind::Limit, msg)
     }
 
     pub(crate) fn alloc_slots(&mut self, program: &Program, n: usize, node: NodeId) -> Result<u32> {
@@ -446,18 +461,8 @@ impl<R: Real> Vm<R> {
                 Ok(Next::Return(v))
             }
             Kont::Native { idx } => self.native_resume(program, idx, v),
+            Kont::Merge { idx } => self.merge_resume(program, idx, v),
         }
-    }
-
-    fn branch(&mut self, program: &Program, node: NodeId, test: Value) -> Result<Next> {
-        let Node::If { then, els, .. } = program.node(node) else {
-            return Ok(Next::Return(test));
-        };
-        Ok(Next::Eval(if self.truth(program, node, test)? {
-            then
-        } else {
-            els
-        }))
     }
 
     /// Evaluates the operands of call `node` from `i` on (simple ones inline), then applies.

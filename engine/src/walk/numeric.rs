@@ -77,7 +77,7 @@ impl<R: Real> Vm<R> {
         Ok(acc)
     }
 
-    fn record(&mut self, program: &Program, node: NodeId, n: TapeNode) -> Result<()> {
+    pub(super) fn record(&mut self, program: &Program, node: NodeId, n: TapeNode) -> Result<()> {
         if self.record {
             if self.tape.nodes.len() as u64 >= self.limits.tape_nodes {
                 return Err(self.limit(program, node, "tape nodes", self.limits.tape_nodes));
@@ -107,7 +107,10 @@ impl<R: Real> Vm<R> {
         } else {
             let (lo, hi) = primal.split_at_mut(out as usize * b);
             let xs = &lo[x.slot as usize * b..(x.slot as usize + 1) * b];
-            forward1(op, &mut hi[..b], xs);
+            // Only the active lanes, run by run, so a split costs what its lanes cost.
+            for (s, e) in active_runs(&self.lane_sets, self.active, b) {
+                forward1(op, &mut hi[s..e], &xs[s..e]);
+            }
         }
         let n = TapeNode {
             op,
@@ -116,6 +119,7 @@ impl<R: Real> Vm<R> {
             out,
             a: x.slot,
             b: 0,
+            aux: 0,
         };
         self.record(program, node, n)?;
         Ok(Value::lanes(out))
@@ -150,14 +154,16 @@ impl<R: Real> Vm<R> {
             primal[out as usize] = op.eval2(one(x), one(y));
         } else {
             let (lo, hi) = primal.split_at_mut(out as usize * b);
-            let arg = |v: Value| {
+            let arg = |v: Value, s: usize, e: usize| {
                 if v.tag == tag::CONST {
                     Arg::Const(v.const_value::<R>())
                 } else {
-                    Arg::Lanes(&lo[v.slot as usize * b..(v.slot as usize + 1) * b])
+                    Arg::Lanes(&lo[v.slot as usize * b + s..v.slot as usize * b + e])
                 }
             };
-            forward2(op, &mut hi[..b], arg(x), arg(y));
+            for (s, e) in active_runs(&self.lane_sets, self.active, b) {
+                forward2(op, &mut hi[s..e], arg(x, s, e), arg(y, s, e));
+            }
         }
         let (form, a, c) = self.tape_operands(x, y);
         self.record(
@@ -170,17 +176,23 @@ impl<R: Real> Vm<R> {
                 out,
                 a,
                 b: c,
+                aux: 0,
             },
         )?;
         Ok(Value::lanes(out))
     }
 
     /// Tape operand encoding of two numbers, at least one a lane value.
-    fn tape_operands(&mut self, x: Value, y: Value) -> (Form, u32, u32) {
+    pub(super) fn tape_operands(&mut self, x: Value, y: Value) -> (Form, u32, u32) {
         if !self.record {
             return (Form::SlotSlot, x.slot, y.slot);
         }
         match (x.tag, y.tag) {
+            (tag::CONST, tag::CONST) => (
+                Form::ConstConst,
+                self.tape.constant(x.const_value::<R>()),
+                self.tape.constant(y.const_value::<R>()),
+            ),
             (tag::CONST, _) => (
                 Form::ConstSlot,
                 self.tape.constant(x.const_value::<R>()),
@@ -364,8 +376,23 @@ impl<R: Real> Vm<R> {
     }
 }
 
+/// The active lanes as `[start, end)` ranges: every lane, or the runs of a subset.
+pub(crate) fn active_runs(
+    sets: &crate::lanes::LaneSets,
+    active: u32,
+    lanes: usize,
+) -> impl Iterator<Item = (usize, usize)> + '_ {
+    let runs = sets.runs(active);
+    let all = runs.is_none().then_some((0, lanes));
+    all.into_iter().chain(
+        runs.unwrap_or(&[])
+            .iter()
+            .map(|&(s, n)| (s as usize, (s + n) as usize)),
+    )
+}
+
 /// "0, 2, 5" (at most 8 lanes, then "…").
-fn lane_list(l: &[u32]) -> String {
+pub(super) fn lane_list(l: &[u32]) -> String {
     let mut s: Vec<String> = l.iter().take(8).map(u32::to_string).collect();
     if l.len() > 8 {
         s.push(format!("… ({} lanes)", l.len()));

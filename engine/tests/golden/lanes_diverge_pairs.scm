@@ -1,4 +1,4 @@
 ; lanes: x=-1,1
 ; error: divergence
 ; error-at: 4:1
-(if (< x 0) (- 0 x) x)
+(if (< x 0) (cons 1 2) (cons 3 4))

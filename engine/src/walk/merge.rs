@@ -1,0 +1,250 @@
+//! Divergent lanes: tests decided per lane, split branches and per-lane merges (LANGUAGE.md §9).
+//!
+//! A test is classified over the active lanes. When every active lane agrees, the branch is an
+//! ordinary tail step. When they disagree, the walk runs `then` with only the then-lanes active,
+//! then `else` with only the else-lanes active, and merges the two results per lane (§9.4): two
+//! numbers become an [`Op::Select`] tape node whose VJP sends each lane's adjoint to the side that
+//! lane took, so a value computed on an untaken side (even NaN or ±inf) never reaches another
+//! lane's gradient. Structure cannot differ across lanes: two different pairs, closures, kinds or
+//! shapes at a merge are a divergence error naming the form.
+//!
+//! A split branch is not a tail position: a [`Kont::Merge`] waits below both sides, and tail calls
+//! inside a side may not pop the frames beneath it. A loop whose exit test splits therefore
+//! continues with the remaining lanes one nesting level deeper (§9.3); the nesting counts toward
+//! the recursion-depth limit.
+
+use super::kont::Kont;
+use super::{Next, Vm};
+use crate::error::{ErrorKind, Result};
+use crate::prims::scalar::Op;
+use crate::program::{Node, NodeId, Program};
+use crate::real::Real;
+use crate::tape::{BranchGuard, TapeNode};
+use crate::value::{Value, tag};
+
+/// A split branch in progress.
+#[derive(Clone, Copy, Debug)]
+pub struct Merge {
+    pub node: NodeId,
+    pub env: u32,
+    /// The frame floor and active set to restore after the merge.
+    pub height: u32,
+    pub active: u32,
+    pub then_set: u32,
+    pub else_set: u32,
+    /// The then-side's value, once it has one.
+    pub then_value: Option<Value>,
+}
+
+/// How a test came out over the active lanes.
+enum Split {
+    All(bool),
+    Mixed { then_set: u32, else_set: u32 },
+}
+
+impl<R: Real> Vm<R> {
+    /// Decides `if` node `node` on `test`: a tail step when the active lanes agree, a split
+    /// branch when they do not.
+    pub(super) fn branch(&mut self, program: &Program, node: NodeId, test: Value) -> Result<Next> {
+        let Node::If { then, els, .. } = program.node(node) else {
+            return Ok(Next::Return(test));
+        };
+        match self.split(node, test) {
+            Split::All(true) => Ok(Next::Eval(then)),
+            Split::All(false) => Ok(Next::Eval(els)),
+            Split::Mixed { then_set, else_set } => {
+                self.depth += 1;
+                if self.depth > self.limits.recursion_depth {
+                    return Err(self.limit(
+                        program,
+                        node,
+                        "recursion depth",
+                        self.limits.recursion_depth,
+                    ));
+                }
+                self.merges.push(Merge {
+                    node,
+                    env: self.env,
+                    height: self.height,
+                    active: self.active,
+                    then_set,
+                    else_set,
+                    then_value: None,
+                });
+                let idx = (self.merges.len() - 1) as u32;
+                self.push(Kont::Merge { idx });
+                self.height = self.heap.frames.len() as u32;
+                self.active = then_set;
+                Ok(Next::Eval(then))
+            }
+        }
+    }
+
+    /// Classifies a test over the active lanes, recording a branch guard for per-lane tests.
+    fn split(&mut self, node: NodeId, test: Value) -> Split {
+        if test.tag != tag::BOOLS {
+            return Split::All(!test.is_false());
+        }
+        let lanes = self.payload.bool_lanes(test.slot);
+        let (t, f): (Vec<u32>, Vec<u32>) = self
+            .active_lanes()
+            .into_iter()
+            .partition(|&l| lanes[l as usize]);
+        let (outcome, then_set, out) = if f.is_empty() {
+            (Some(true), 0, Split::All(true))
+        } else if t.is_empty() {
+            (Some(false), 0, Split::All(false))
+        } else {
+            let then_set = self.lane_sets.add(t);
+            let else_set = self.lane_sets.add(f);
+            (None, then_set, Split::Mixed { then_set, else_set })
+        };
+        self.tape.branches.push(BranchGuard {
+            node,
+            lanes: self.active,
+            outcome,
+            then: then_set,
+        });
+        out
+    }
+
+    /// Continues a split branch with the value of the side that just finished.
+    pub(super) fn merge_resume(&mut self, program: &Program, idx: u32, v: Value) -> Result<Next> {
+        self.heap.pop_frames(self.height);
+        let Some(&st) = self.merges.get(idx as usize) else {
+            return Ok(Next::Return(v));
+        };
+        if st.then_value.is_none() {
+            self.merges[idx as usize].then_value = Some(v);
+            self.env = st.env;
+            self.height = self.heap.frames.len() as u32;
+            self.active = st.else_set;
+            self.push(Kont::Merge { idx });
+            let Node::If { els, .. } = program.node(st.node) else {
+                return Ok(Next::Return(v));
+            };
+            return Ok(Next::Eval(els));
+        }
+        self.merges.pop();
+        self.env = st.env;
+        self.height = st.height;
+        self.active = st.active;
+        self.depth -= 1;
+        let then_value = st.then_value.unwrap_or(Value::NIL);
+        Ok(Next::Return(
+            self.merge_values(program, &st, then_value, v)?,
+        ))
+    }
+
+    /// The per-lane merge of a split branch's two results (LANGUAGE.md §9.4).
+    fn merge_values(&mut self, program: &Program, st: &Merge, a: Value, b: Value) -> Result<Value> {
+        if a == b && a.tag != tag::BOOLS && a.tag != tag::NUM {
+            // The same structure (or the same constant) on both sides.
+            return Ok(a);
+        }
+        if a.is_number() && b.is_number() {
+            return self.select(program, st, a, b);
+        }
+        if a.is_boolean() && b.is_boolean() {
+            let mut out = vec![false; self.payload.lanes];
+            let lane = |v: Value, l: usize| {
+                if v.tag == tag::BOOL {
+                    v.aux != 0
+                } else {
+                    self.payload.bool_lanes(v.slot)[l]
+                }
+            };
+            for (set, v) in [(st.then_set, a), (st.else_set, b)] {
+                for &l in self.lane_sets.get(set).unwrap_or(&[]) {
+                    out[l as usize] = lane(v, l as usize);
+                }
+            }
+            return self.make_bool(program, st.node, &out);
+        }
+        if a.tag == tag::MATRIX
+            && b.tag == tag::MATRIX
+            && self.shapes[a.aux as usize] == self.shapes[b.aux as usize]
+        {
+            let (r, c) = self.shapes[a.aux as usize];
+            let first = self.payload.slots() as u32;
+            for e in 0..r * c {
+                self.select(
+                    program,
+                    st,
+                    Value::lanes(a.slot + e),
+                    Value::lanes(b.slot + e),
+                )?;
+            }
+            return Ok(Value {
+                tag: tag::MATRIX,
+                aux: a.aux,
+                slot: first,
+            });
+        }
+        let describe = |v: Value| match v.tag {
+            tag::MATRIX => {
+                let (r, c) = self.shapes[v.aux as usize];
+                format!("a [{r},{c}] matrix")
+            }
+            _ => v.kind_name().to_string(),
+        };
+        let (da, db) = (describe(a), describe(b));
+        let why = if da == db {
+            format!(
+                "different {}s",
+                da.trim_start_matches("a ").trim_start_matches("an ")
+            )
+        } else {
+            format!("{da} and {db}")
+        };
+        let then_lanes = self
+            .lane_sets
+            .get(st.then_set)
+            .map(super::numeric::lane_list)
+            .unwrap_or_default();
+        let else_lanes = self
+            .lane_sets
+            .get(st.else_set)
+            .map(super::numeric::lane_list)
+            .unwrap_or_default();
+        Err(self.error(
+            program,
+            st.node,
+            ErrorKind::Divergence,
+            format!(
+                "lanes diverge at this form: its test is true in lanes {then_lanes} and false in lanes {else_lanes}, \
+                 and the two sides return {why}, which cannot be merged per lane"
+            ),
+        ))
+    }
+
+    /// A number that takes the then-lanes from `a` and the else-lanes from `b`.
+    fn select(&mut self, program: &Program, st: &Merge, a: Value, b: Value) -> Result<Value> {
+        let out = self.alloc_slots(program, 1, st.node)?;
+        let lanes = self.payload.lanes;
+        for (set, v) in [(st.then_set, a), (st.else_set, b)] {
+            let members = self.lane_sets.get(set).unwrap_or(&[]);
+            let primal = &mut self.payload.primal;
+            for &l in members {
+                let l = l as usize;
+                primal[out as usize * lanes + l] = if v.tag == tag::CONST {
+                    v.const_value::<R>()
+                } else {
+                    primal[v.slot as usize * lanes + l]
+                };
+            }
+        }
+        let (form, x, y) = self.tape_operands(a, b);
+        let node = TapeNode {
+            op: Op::Select,
+            form,
+            lanes: st.then_set,
+            out,
+            a: x,
+            b: y,
+            aux: st.else_set,
+        };
+        self.record(program, st.node, node)?;
+        Ok(Value::lanes(out))
+    }
+}
