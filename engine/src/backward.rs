@@ -6,9 +6,9 @@
 //! Every node runs the monomorphized lane kernels of [`crate::prims::kernels`] over its lanes: all
 //! of them, or each run of consecutive lanes of its subset.
 
-use crate::lanes::LaneSets;
+use crate::lanes::{LaneSets, Layout};
 use crate::payload::Payload;
-use crate::prims::kernels::{Arg, Grads, backward1, backward2};
+use crate::prims::kernels::{Arg, Gather, Grads, backward1, backward2};
 use crate::prims::scalar::Op;
 use crate::real::Real;
 use crate::tape::{Form, Tape, TapeNode};
@@ -30,18 +30,20 @@ pub fn backward<R: Real>(
         }
         return;
     }
+    let mut gather = Gather::default();
     for n in tape.nodes.iter().rev() {
         if n.op == Op::Select {
             select_vjp(payload, sets, n);
             continue;
         }
-        match sets.runs(n.lanes) {
-            None => node_lanes(tape, payload, n, 0, lanes),
-            Some(runs) => {
+        match sets.layout(n.lanes) {
+            Layout::All => node_lanes(tape, payload, n, 0, lanes),
+            Layout::Runs(runs) => {
                 for &(s, len) in runs {
                     node_lanes(tape, payload, n, s as usize, (s + len) as usize);
                 }
             }
+            Layout::Scattered(members) => node_scattered(tape, payload, &mut gather, n, members),
         }
     }
 }
@@ -126,6 +128,78 @@ fn node_one_lane<R: Real>(tape: &Tape<R>, p: &mut Payload<R>, n: &TapeNode) {
         Form::SlotConst => adj[a] = adj[a] + n.op.vjp2(x[a], tape.consts[c], z, g).0,
         Form::ConstSlot => adj[c] = adj[c] + n.op.vjp2(tape.consts[a], x[c], z, g).1,
         Form::ConstConst => {}
+    }
+}
+
+/// The listed lanes of one node, gathered into contiguous buffers (a subset too scattered for
+/// sub-slices).
+fn node_scattered<R: Real>(
+    tape: &Tape<R>,
+    p: &mut Payload<R>,
+    gather: &mut Gather<R>,
+    n: &TapeNode,
+    lanes: &[u32],
+) {
+    let b = p.lanes;
+    let (o, a, c) = (n.out as usize * b, n.a as usize * b, n.b as usize * b);
+    let x = &p.primal;
+    let (below, above) = p.adjoint.split_at_mut(o);
+    let (g, z) = (&above[..b], &x[o..o + b]);
+    let slot = |at: usize| &x[at..at + b];
+    match n.form {
+        Form::Unary => gather.backward1(n.op, &mut below[a..a + b], slot(a), z, g, lanes),
+        Form::SlotConst => {
+            let k = Arg::Const(tape.consts[n.b as usize]);
+            gather.backward2(
+                n.op,
+                (Arg::Lanes(slot(a)), k),
+                z,
+                g,
+                Grads::First(&mut below[a..a + b]),
+                lanes,
+            );
+        }
+        Form::ConstSlot => {
+            let k = Arg::Const(tape.consts[n.a as usize]);
+            gather.backward2(
+                n.op,
+                (k, Arg::Lanes(slot(c))),
+                z,
+                g,
+                Grads::Second(&mut below[c..c + b]),
+                lanes,
+            );
+        }
+        Form::SlotSlot if a == c => {
+            let grads = Grads::Same(&mut below[a..a + b]);
+            gather.backward2(
+                n.op,
+                (Arg::Lanes(slot(a)), Arg::Lanes(slot(c))),
+                z,
+                g,
+                grads,
+                lanes,
+            );
+        }
+        Form::ConstConst => {}
+        Form::SlotSlot => {
+            let (lo, hi, swap) = if a < c { (a, c, false) } else { (c, a, true) };
+            let (first, second) = below.split_at_mut(hi);
+            let (g_lo, g_hi) = (&mut first[lo..lo + b], &mut second[..b]);
+            let grads = if swap {
+                Grads::Both(g_hi, g_lo)
+            } else {
+                Grads::Both(g_lo, g_hi)
+            };
+            gather.backward2(
+                n.op,
+                (Arg::Lanes(slot(a)), Arg::Lanes(slot(c))),
+                z,
+                g,
+                grads,
+                lanes,
+            );
+        }
     }
 }
 

@@ -10,6 +10,16 @@
 /// The id of the set of all lanes.
 pub const ALL: u32 = 0;
 
+/// How a kernel visits a lane set (see [`LaneSets::layout`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Layout<'a> {
+    All,
+    /// Runs `(first, len)` of consecutive lanes.
+    Runs(&'a [(u32, u32)]),
+    /// Individual lanes.
+    Scattered(&'a [u32]),
+}
+
 /// One subset: its sorted lanes and their runs `(first, len)`.
 #[derive(Debug, Default)]
 struct Subset {
@@ -52,6 +62,16 @@ impl LaneSets {
         }
     }
 
+    /// How kernels should visit the lanes of set `id`: all of them, run by run when the runs are
+    /// long enough for vectorized sub-slices (8 lanes on average), or lane by lane.
+    pub fn layout(&self, id: u32) -> Layout<'_> {
+        match self.subsets.get((id as usize).wrapping_sub(1)) {
+            None => Layout::All,
+            Some(s) if s.runs.len() * 8 <= s.lanes.len() => Layout::Runs(&s.runs),
+            Some(s) => Layout::Scattered(&s.lanes),
+        }
+    }
+
     /// The runs of consecutive lanes of a subset (`None` for [`ALL`]).
     pub fn runs(&self, id: u32) -> Option<&[(u32, u32)]> {
         if id == ALL {
@@ -73,5 +93,9 @@ mod tests {
         assert_eq!(s.get(id), Some(&[0, 1, 2, 5, 7, 8][..]));
         assert_eq!(s.runs(id), Some(&[(0, 3), (5, 1), (7, 2)][..]));
         assert_eq!(s.runs(ALL), None);
+        assert_eq!(s.layout(ALL), Layout::All);
+        assert_eq!(s.layout(id), Layout::Scattered(&[0, 1, 2, 5, 7, 8]));
+        let block = s.add((0..64).collect());
+        assert_eq!(s.layout(block), Layout::Runs(&[(0, 64)]));
     }
 }

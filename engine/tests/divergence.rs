@@ -175,10 +175,16 @@ fn every_lane_equals_itself_run_alone() {
     for (name, src, inputs) in PROGRAMS {
         let program =
             Program::new(src, inputs).unwrap_or_else(|e| panic!("{name}: {}", e.render(src)));
-        for (seed, lanes) in [8usize, 64, 256].into_iter().enumerate() {
+        // Scattered splits (values spread at random over lanes) at 8, 64 and 256 lanes, and at
+        // 256 lanes with sorted values, whose splits come in long runs of consecutive lanes.
+        for (seed, lanes) in [8usize, 64, 256, 256].into_iter().enumerate() {
             let mut batch = Bindings::<f32>::new();
             for &i in *inputs {
-                batch.lanes(i, (0..lanes).map(|l| lane_value(i, l, seed)).collect());
+                let mut values: Vec<f32> = (0..lanes).map(|l| lane_value(i, l, seed)).collect();
+                if seed == 3 {
+                    values.sort_by(f32::total_cmp);
+                }
+                batch.lanes(i, values);
             }
             let mut vm = Vm::<f32>::default();
             let out = evaluate(&mut vm, &program, &batch, true)

@@ -206,3 +206,251 @@ pub fn backward2<R: Real>(op: Op, a: Arg<R>, b: Arg<R>, z: &[R], g: &[R], out: G
     }
     per_op!(op, body)
 }
+
+/// Kernels over a scattered lane subset. Cheap ops index the listed lanes in place; costly ones
+/// (transcendental functions) gather the lanes into contiguous scratch buffers, run the
+/// vectorized kernel and scatter the results back. Each lane gets exactly the formula it would
+/// get in a full-width kernel, so results do not depend on the layout.
+#[derive(Debug, Default)]
+pub struct Gather<R> {
+    bufs: [Vec<R>; 6],
+}
+
+/// A gathered operand: the buffer, or the constant itself (so kernels keep their const paths).
+fn gathered<'a, R: Real>(buf: &'a [R], src: Arg<'_, R>) -> Arg<'a, R> {
+    match src {
+        Arg::Const(c) => Arg::Const(c),
+        Arg::Lanes(_) => Arg::Lanes(buf),
+    }
+}
+
+impl<R: Real> Gather<R> {
+    /// Fills buffer `k` with `src` at `lanes`.
+    fn load(&mut self, k: usize, src: &[R], lanes: &[u32]) {
+        let buf = &mut self.bufs[k];
+        buf.clear();
+        buf.extend(lanes.iter().map(|&l| src[l as usize]));
+    }
+
+    fn load_arg(&mut self, k: usize, src: Arg<R>, lanes: &[u32]) {
+        match src {
+            Arg::Lanes(x) => self.load(k, x, lanes),
+            Arg::Const(_) => self.bufs[k].clear(),
+        }
+    }
+
+    /// Makes buffer `k` hold `n` values (about to be overwritten by a kernel).
+    fn sized(&mut self, k: usize, n: usize) {
+        self.bufs[k].resize(n, R::zero());
+    }
+
+    fn store(&self, k: usize, dst: &mut [R], lanes: &[u32]) {
+        for (&l, &v) in lanes.iter().zip(&self.bufs[k]) {
+            dst[l as usize] = v;
+        }
+    }
+
+    /// `out[l] = op(x[l])` for the listed lanes (slices hold every lane of their slot).
+    pub fn forward1(&mut self, op: Op, out: &mut [R], x: &[R], lanes: &[u32]) {
+        if op.is_cheap() {
+            return forward1_at(op, out, x, lanes);
+        }
+        self.load(0, x, lanes);
+        self.sized(1, lanes.len());
+        let [xs, os, ..] = &mut self.bufs;
+        forward1(op, os, xs);
+        self.store(1, out, lanes);
+    }
+
+    /// `out[l] = op(a[l], b[l])` for the listed lanes.
+    pub fn forward2(&mut self, op: Op, out: &mut [R], a: Arg<R>, b: Arg<R>, lanes: &[u32]) {
+        if op.is_cheap() {
+            return forward2_at(op, out, a, b, lanes);
+        }
+        self.load_arg(0, a, lanes);
+        self.load_arg(1, b, lanes);
+        self.sized(2, lanes.len());
+        let [xs, ys, os, ..] = &mut self.bufs;
+        forward2(op, os, gathered(xs, a), gathered(ys, b));
+        self.store(2, out, lanes);
+    }
+
+    /// `gx[l] += vjp1(x[l], z[l], g[l])` for the listed lanes.
+    pub fn backward1(&mut self, op: Op, gx: &mut [R], x: &[R], z: &[R], g: &[R], lanes: &[u32]) {
+        if op.is_cheap() {
+            return backward1_at(op, gx, x, z, g, lanes);
+        }
+        self.load(0, x, lanes);
+        self.load(1, z, lanes);
+        self.load(2, g, lanes);
+        self.load(3, gx, lanes);
+        let [xs, zs, gs, acc, ..] = &mut self.bufs;
+        backward1(op, acc, xs, zs, gs);
+        self.store(3, gx, lanes);
+    }
+
+    /// A binary op's adjoints for the listed lanes; `(a, b)` are its operands.
+    pub fn backward2(
+        &mut self,
+        op: Op,
+        (a, b): (Arg<R>, Arg<R>),
+        z: &[R],
+        g: &[R],
+        out: Grads<R>,
+        lanes: &[u32],
+    ) {
+        if op.is_cheap() {
+            return backward2_at(op, a, b, z, g, out, lanes);
+        }
+        self.load_arg(0, a, lanes);
+        self.load_arg(1, b, lanes);
+        self.load(2, z, lanes);
+        self.load(3, g, lanes);
+        match out {
+            Grads::Both(ga, gb) => {
+                self.load(4, ga, lanes);
+                self.load(5, gb, lanes);
+                let [xs, ys, zs, gs, gas, gbs] = &mut self.bufs;
+                backward2(
+                    op,
+                    gathered(xs, a),
+                    gathered(ys, b),
+                    zs,
+                    gs,
+                    Grads::Both(gas, gbs),
+                );
+                self.store(4, ga, lanes);
+                self.store(5, gb, lanes);
+            }
+            Grads::Same(gx) => {
+                self.load(4, gx, lanes);
+                let [xs, ys, zs, gs, acc, _] = &mut self.bufs;
+                backward2(
+                    op,
+                    gathered(xs, a),
+                    gathered(ys, b),
+                    zs,
+                    gs,
+                    Grads::Same(acc),
+                );
+                self.store(4, gx, lanes);
+            }
+            Grads::First(ga) => {
+                self.load(4, ga, lanes);
+                let [xs, ys, zs, gs, acc, _] = &mut self.bufs;
+                backward2(
+                    op,
+                    gathered(xs, a),
+                    gathered(ys, b),
+                    zs,
+                    gs,
+                    Grads::First(acc),
+                );
+                self.store(4, ga, lanes);
+            }
+            Grads::Second(gb) => {
+                self.load(4, gb, lanes);
+                let [xs, ys, zs, gs, acc, _] = &mut self.bufs;
+                backward2(
+                    op,
+                    gathered(xs, a),
+                    gathered(ys, b),
+                    zs,
+                    gs,
+                    Grads::Second(acc),
+                );
+                self.store(4, gb, lanes);
+            }
+        }
+    }
+}
+
+/// The value of an operand in lane `l`.
+#[inline(always)]
+fn at<R: Real>(v: Arg<R>, l: usize) -> R {
+    match v {
+        Arg::Lanes(x) => x[l],
+        Arg::Const(c) => c,
+    }
+}
+
+fn forward1_at<R: Real>(op: Op, out: &mut [R], x: &[R], lanes: &[u32]) {
+    macro_rules! body {
+        ($k:expr) => {
+            for &l in lanes {
+                let l = l as usize;
+                out[l] = $k.eval1(x[l]);
+            }
+        };
+    }
+    per_op!(op, body)
+}
+
+fn forward2_at<R: Real>(op: Op, out: &mut [R], a: Arg<R>, b: Arg<R>, lanes: &[u32]) {
+    macro_rules! body {
+        ($k:expr) => {
+            for &l in lanes {
+                let l = l as usize;
+                out[l] = $k.eval2(at(a, l), at(b, l));
+            }
+        };
+    }
+    per_op!(op, body)
+}
+
+fn backward1_at<R: Real>(op: Op, gx: &mut [R], x: &[R], z: &[R], g: &[R], lanes: &[u32]) {
+    macro_rules! body {
+        ($k:expr) => {
+            for &l in lanes {
+                let l = l as usize;
+                gx[l] = gx[l] + $k.vjp1(x[l], z[l], g[l]);
+            }
+        };
+    }
+    per_op!(op, body)
+}
+
+fn backward2_at<R: Real>(
+    op: Op,
+    a: Arg<R>,
+    b: Arg<R>,
+    z: &[R],
+    g: &[R],
+    out: Grads<R>,
+    lanes: &[u32],
+) {
+    macro_rules! body {
+        ($k:expr) => {
+            match out {
+                Grads::Both(ga, gb) => {
+                    for &l in lanes {
+                        let l = l as usize;
+                        let (da, db) = $k.vjp2(at(a, l), at(b, l), z[l], g[l]);
+                        ga[l] = ga[l] + da;
+                        gb[l] = gb[l] + db;
+                    }
+                }
+                Grads::Same(gx) => {
+                    for &l in lanes {
+                        let l = l as usize;
+                        let (da, db) = $k.vjp2(at(a, l), at(b, l), z[l], g[l]);
+                        gx[l] = gx[l] + da + db;
+                    }
+                }
+                Grads::First(ga) => {
+                    for &l in lanes {
+                        let l = l as usize;
+                        ga[l] = ga[l] + $k.vjp2(at(a, l), at(b, l), z[l], g[l]).0;
+                    }
+                }
+                Grads::Second(gb) => {
+                    for &l in lanes {
+                        let l = l as usize;
+                        gb[l] = gb[l] + $k.vjp2(at(a, l), at(b, l), z[l], g[l]).1;
+                    }
+                }
+            }
+        };
+    }
+    per_op!(op, body)
+}

@@ -50,6 +50,27 @@ pub enum Op {
 }
 
 impl Op {
+    /// Whether a lane of this op costs a few instructions (arithmetic, selection, rounding),
+    /// as opposed to a transcendental function worth vectorizing at any price.
+    pub fn is_cheap(self) -> bool {
+        matches!(
+            self,
+            Op::Abs
+                | Op::Square
+                | Op::Floor
+                | Op::Ceiling
+                | Op::Round
+                | Op::Truncate
+                | Op::Add
+                | Op::Add0
+                | Op::Sub
+                | Op::Mul
+                | Op::Div
+                | Op::Min
+                | Op::Max
+        )
+    }
+
     pub fn is_binary(self) -> bool {
         self as u8 >= Op::Add as u8
     }

@@ -75,6 +75,8 @@ pub struct Vm<R: Real> {
     /// The active lane set.
     pub(crate) active: u32,
     scratch: Vec<bool>,
+    /// Buffers for kernels over scattered lane subsets.
+    pub(crate) gather: crate::prims::kernels::Gather<R>,
 }
 
 impl<R: Real> Default for Vm<R> {
@@ -105,6 +107,7 @@ impl<R: Real> Vm<R> {
             record: false,
             active: ALL,
             scratch: Vec::new(),
+            gather: Default::default(),
         }
     }
 

@@ -7,6 +7,7 @@
 
 use super::Vm;
 use crate::error::{ErrorKind, Result};
+use crate::lanes::Layout;
 use crate::prims::Prim;
 use crate::prims::compare::Cmp;
 use crate::prims::kernels::{Arg, forward1, forward2};
@@ -107,9 +108,17 @@ impl<R: Real> Vm<R> {
         } else {
             let (lo, hi) = primal.split_at_mut(out as usize * b);
             let xs = &lo[x.slot as usize * b..(x.slot as usize + 1) * b];
-            // Only the active lanes, run by run, so a split costs what its lanes cost.
-            for (s, e) in active_runs(&self.lane_sets, self.active, b) {
-                forward1(op, &mut hi[s..e], &xs[s..e]);
+            // Only the active lanes, so a split costs what its lanes cost.
+            let out = &mut hi[..b];
+            match self.lane_sets.layout(self.active) {
+                Layout::All => forward1(op, out, xs),
+                Layout::Runs(runs) => {
+                    for &(s, n) in runs {
+                        let (s, e) = (s as usize, (s + n) as usize);
+                        forward1(op, &mut out[s..e], &xs[s..e]);
+                    }
+                }
+                Layout::Scattered(lanes) => self.gather.forward1(op, out, xs, lanes),
             }
         }
         let n = TapeNode {
@@ -161,8 +170,19 @@ impl<R: Real> Vm<R> {
                     Arg::Lanes(&lo[v.slot as usize * b + s..v.slot as usize * b + e])
                 }
             };
-            for (s, e) in active_runs(&self.lane_sets, self.active, b) {
-                forward2(op, &mut hi[s..e], arg(x, s, e), arg(y, s, e));
+            let out = &mut hi[..b];
+            match self.lane_sets.layout(self.active) {
+                Layout::All => forward2(op, out, arg(x, 0, b), arg(y, 0, b)),
+                Layout::Runs(runs) => {
+                    for &(s, n) in runs {
+                        let (s, e) = (s as usize, (s + n) as usize);
+                        forward2(op, &mut out[s..e], arg(x, s, e), arg(y, s, e));
+                    }
+                }
+                Layout::Scattered(lanes) => {
+                    self.gather
+                        .forward2(op, out, arg(x, 0, b), arg(y, 0, b), lanes)
+                }
             }
         }
         let (form, a, c) = self.tape_operands(x, y);
@@ -374,21 +394,6 @@ impl<R: Real> Vm<R> {
         }
         Ok(x.trunc().to_f64() as usize)
     }
-}
-
-/// The active lanes as `[start, end)` ranges: every lane, or the runs of a subset.
-pub(crate) fn active_runs(
-    sets: &crate::lanes::LaneSets,
-    active: u32,
-    lanes: usize,
-) -> impl Iterator<Item = (usize, usize)> + '_ {
-    let runs = sets.runs(active);
-    let all = runs.is_none().then_some((0, lanes));
-    all.into_iter().chain(
-        runs.unwrap_or(&[])
-            .iter()
-            .map(|&(s, n)| (s as usize, (s + n) as usize)),
-    )
 }
 
 /// "0, 2, 5" (at most 8 lanes, then "…").
