@@ -322,44 +322,22 @@ impl<R: Real> Gather<R> {
                 self.store(4, ga, lanes);
                 self.store(5, gb, lanes);
             }
-            Grads::Same(gx) => {
-                self.load(4, gx, lanes);
+            single => {
+                // One accumulator: an operand used twice, or only one lane-valued operand.
+                let (dst, kind) = match single {
+                    Grads::Same(x) => (x, 0),
+                    Grads::First(x) => (x, 1),
+                    Grads::Second(x) | Grads::Both(x, _) => (x, 2),
+                };
+                self.load(4, dst, lanes);
                 let [xs, ys, zs, gs, acc, _] = &mut self.bufs;
-                backward2(
-                    op,
-                    gathered(xs, a),
-                    gathered(ys, b),
-                    zs,
-                    gs,
-                    Grads::Same(acc),
-                );
-                self.store(4, gx, lanes);
-            }
-            Grads::First(ga) => {
-                self.load(4, ga, lanes);
-                let [xs, ys, zs, gs, acc, _] = &mut self.bufs;
-                backward2(
-                    op,
-                    gathered(xs, a),
-                    gathered(ys, b),
-                    zs,
-                    gs,
-                    Grads::First(acc),
-                );
-                self.store(4, ga, lanes);
-            }
-            Grads::Second(gb) => {
-                self.load(4, gb, lanes);
-                let [xs, ys, zs, gs, acc, _] = &mut self.bufs;
-                backward2(
-                    op,
-                    gathered(xs, a),
-                    gathered(ys, b),
-                    zs,
-                    gs,
-                    Grads::Second(acc),
-                );
-                self.store(4, gb, lanes);
+                let grads = match kind {
+                    0 => Grads::Same(acc),
+                    1 => Grads::First(acc),
+                    _ => Grads::Second(acc),
+                };
+                backward2(op, gathered(xs, a), gathered(ys, b), zs, gs, grads);
+                self.store(4, dst, lanes);
             }
         }
     }

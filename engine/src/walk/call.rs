@@ -103,15 +103,7 @@ impl<R: Real> Vm<R> {
             self.step(program, node)?;
             self.heap.pop_frames(self.height);
         } else {
-            self.depth += 1;
-            if self.depth > self.limits.recursion_depth {
-                return Err(self.limit(
-                    program,
-                    node,
-                    "recursion depth",
-                    self.limits.recursion_depth,
-                ));
-            }
+            self.nest(program, node)?;
             self.push(Kont::Return {
                 env: self.env,
                 height: self.height,

@@ -53,15 +53,7 @@ impl<R: Real> Vm<R> {
             Split::All(true) => Ok(Next::Eval(then)),
             Split::All(false) => Ok(Next::Eval(els)),
             Split::Mixed { then_set, else_set } => {
-                self.depth += 1;
-                if self.depth > self.limits.recursion_depth {
-                    return Err(self.limit(
-                        program,
-                        node,
-                        "recursion depth",
-                        self.limits.recursion_depth,
-                    ));
-                }
+                self.nest(program, node)?;
                 self.merges.push(Merge {
                     node,
                     env: self.env,

@@ -244,6 +244,20 @@ impl<R: Real> Vm<R> {
         self.error(program, node, ErrorKind::Limit, msg)
     }
 
+    /// One more level of nesting (a non-tail call or a split branch), within the depth limit.
+    fn nest(&mut self, program: &Program, node: NodeId) -> Result<()> {
+        self.depth += 1;
+        if self.depth > self.limits.recursion_depth {
+            return Err(self.limit(
+                program,
+                node,
+                "recursion depth",
+                self.limits.recursion_depth,
+            ));
+        }
+        Ok(())
+    }
+
     pub(crate) fn alloc_slots(&mut self, program: &Program, n: usize, node: NodeId) -> Result<u32> {
         let bytes =
             ((self.payload.slots() + n) * self.payload.lanes * std::mem::size_of::<R>()) as u64;
