@@ -336,3 +336,37 @@ fn divergent_runs_are_byte_identical_across_reruns() {
         );
     }
 }
+
+#[test]
+fn matrices_merge_elementwise_and_shapes_must_agree() {
+    let program = Program::new("(if (> x 0) m1 m2)", &["x", "m1", "m2"]).expect("decodes");
+    let mut b = Bindings::<f32>::new();
+    b.lanes("x", vec![1.0, -1.0, 2.0]);
+    b.matrix("m1", 2, 2, vec![1.0, 2.0, 3.0, 4.0])
+        .matrix("m2", 2, 2, vec![5.0, 6.0, 7.0, 8.0]);
+    let out = evaluate(&mut Vm::default(), &program, &b, true).expect("same shapes merge");
+    let Output::Matrix {
+        rows: 2,
+        cols: 2,
+        data,
+    } = out.result
+    else {
+        panic!("a matrix per lane")
+    };
+    assert_eq!(
+        data,
+        vec![
+            vec![1.0, 2.0, 3.0, 4.0],
+            vec![5.0, 6.0, 7.0, 8.0],
+            vec![1.0, 2.0, 3.0, 4.0]
+        ]
+    );
+    b.matrix("m2", 3, 1, vec![5.0, 6.0, 7.0]);
+    let e = evaluate(&mut Vm::default(), &program, &b, true).expect_err("shapes differ");
+    assert_eq!(e.kind, ErrorKind::Divergence);
+    assert!(
+        e.message.contains("a [2,2] matrix and a [3,1] matrix"),
+        "{}",
+        e.message
+    );
+}
