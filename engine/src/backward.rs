@@ -8,7 +8,7 @@
 
 use crate::lanes::{LaneSets, Layout};
 use crate::payload::Payload;
-use crate::prims::kernels::{Arg, Gather, Grads, backward1, backward2};
+use crate::prims::kernels::{Arg, Gather, Grads, backward1_over, backward2_over};
 use crate::prims::scalar::Op;
 use crate::real::Real;
 use crate::tape::{Form, Tape, TapeNode};
@@ -36,75 +36,80 @@ pub fn backward<R: Real>(
             select_vjp(payload, sets, n);
             continue;
         }
-        match sets.layout(n.lanes) {
-            Layout::All => node_lanes(tape, payload, n, 0, lanes),
-            Layout::Runs(runs) => {
-                for &(s, len) in runs {
-                    node_lanes(tape, payload, n, s as usize, (s + len) as usize);
-                }
-            }
-            Layout::Scattered(members) => node_scattered(tape, payload, &mut gather, n, members),
-        }
+        node_vjp(tape, payload, &mut gather, n, sets.layout(n.lanes));
     }
 }
 
-/// Lanes `[s, e)` of one node, through the vectorized lane kernels.
-fn node_lanes<R: Real>(tape: &Tape<R>, p: &mut Payload<R>, n: &TapeNode, s: usize, e: usize) {
+/// One node's VJP over the lanes of its set, through the vectorized lane kernels.
+fn node_vjp<R: Real>(
+    tape: &Tape<R>,
+    p: &mut Payload<R>,
+    gather: &mut Gather<R>,
+    n: &TapeNode,
+    layout: Layout,
+) {
     let b = p.lanes;
-    let m = e - s;
-    let (o, a, c) = (
-        n.out as usize * b + s,
-        n.a as usize * b + s,
-        n.b as usize * b + s,
-    );
+    let (o, a, c) = (n.out as usize * b, n.a as usize * b, n.b as usize * b);
     let x = &p.primal;
     // Operands are always recorded before the node's output: their adjoints lie below it.
-    let (below, above) = p.adjoint.split_at_mut(n.out as usize * b);
-    let g = &above[s..e];
-    let z = &x[o..o + m];
-    let lanes = |at: usize| &x[at..at + m];
+    let (below, above) = p.adjoint.split_at_mut(o);
+    let zg = (&x[o..o + b], &above[..b]);
+    let slot = |at: usize| &x[at..at + b];
+    let op = n.op;
     match n.form {
-        Form::Unary => backward1(n.op, &mut below[a..a + m], lanes(a), z, g),
+        Form::Unary => backward1_over(
+            op,
+            &mut below[a..a + b],
+            (slot(a), zg.0, zg.1),
+            layout,
+            gather,
+        ),
         Form::SlotConst => {
-            let k = tape.consts[n.b as usize];
-            let grads = Grads::First(&mut below[a..a + m]);
-            backward2(n.op, Arg::Lanes(lanes(a)), Arg::Const(k), z, g, grads);
-        }
-        Form::ConstSlot => {
-            let k = tape.consts[n.a as usize];
-            let grads = Grads::Second(&mut below[c..c + m]);
-            backward2(n.op, Arg::Const(k), Arg::Lanes(lanes(c)), z, g, grads);
-        }
-        Form::SlotSlot if a == c => {
-            let grads = Grads::Same(&mut below[a..a + m]);
-            backward2(
-                n.op,
-                Arg::Lanes(lanes(a)),
-                Arg::Lanes(lanes(c)),
-                z,
-                g,
-                grads,
+            let ab = (Arg::Lanes(slot(a)), Arg::Const(tape.consts[n.b as usize]));
+            backward2_over(
+                op,
+                ab,
+                zg,
+                Grads::First(&mut below[a..a + b]),
+                layout,
+                gather,
             );
         }
-        Form::ConstConst => {}
+        Form::ConstSlot => {
+            let ab = (Arg::Const(tape.consts[n.a as usize]), Arg::Lanes(slot(c)));
+            backward2_over(
+                op,
+                ab,
+                zg,
+                Grads::Second(&mut below[c..c + b]),
+                layout,
+                gather,
+            );
+        }
+        Form::SlotSlot if a == c => {
+            let ab = (Arg::Lanes(slot(a)), Arg::Lanes(slot(c)));
+            backward2_over(
+                op,
+                ab,
+                zg,
+                Grads::Same(&mut below[a..a + b]),
+                layout,
+                gather,
+            );
+        }
         Form::SlotSlot => {
             let (lo, hi, swap) = if a < c { (a, c, false) } else { (c, a, true) };
             let (first, second) = below.split_at_mut(hi);
-            let (g_lo, g_hi) = (&mut first[lo..lo + m], &mut second[..m]);
+            let (g_lo, g_hi) = (&mut first[lo..lo + b], &mut second[..b]);
             let grads = if swap {
                 Grads::Both(g_hi, g_lo)
             } else {
                 Grads::Both(g_lo, g_hi)
             };
-            backward2(
-                n.op,
-                Arg::Lanes(lanes(a)),
-                Arg::Lanes(lanes(c)),
-                z,
-                g,
-                grads,
-            );
+            let ab = (Arg::Lanes(slot(a)), Arg::Lanes(slot(c)));
+            backward2_over(op, ab, zg, grads, layout, gather);
         }
+        Form::ConstConst => {}
     }
 }
 
@@ -128,78 +133,6 @@ fn node_one_lane<R: Real>(tape: &Tape<R>, p: &mut Payload<R>, n: &TapeNode) {
         Form::SlotConst => adj[a] = adj[a] + n.op.vjp2(x[a], tape.consts[c], z, g).0,
         Form::ConstSlot => adj[c] = adj[c] + n.op.vjp2(tape.consts[a], x[c], z, g).1,
         Form::ConstConst => {}
-    }
-}
-
-/// The listed lanes of one node, gathered into contiguous buffers (a subset too scattered for
-/// sub-slices).
-fn node_scattered<R: Real>(
-    tape: &Tape<R>,
-    p: &mut Payload<R>,
-    gather: &mut Gather<R>,
-    n: &TapeNode,
-    lanes: &[u32],
-) {
-    let b = p.lanes;
-    let (o, a, c) = (n.out as usize * b, n.a as usize * b, n.b as usize * b);
-    let x = &p.primal;
-    let (below, above) = p.adjoint.split_at_mut(o);
-    let (g, z) = (&above[..b], &x[o..o + b]);
-    let slot = |at: usize| &x[at..at + b];
-    match n.form {
-        Form::Unary => gather.backward1(n.op, &mut below[a..a + b], slot(a), z, g, lanes),
-        Form::SlotConst => {
-            let k = Arg::Const(tape.consts[n.b as usize]);
-            gather.backward2(
-                n.op,
-                (Arg::Lanes(slot(a)), k),
-                z,
-                g,
-                Grads::First(&mut below[a..a + b]),
-                lanes,
-            );
-        }
-        Form::ConstSlot => {
-            let k = Arg::Const(tape.consts[n.a as usize]);
-            gather.backward2(
-                n.op,
-                (k, Arg::Lanes(slot(c))),
-                z,
-                g,
-                Grads::Second(&mut below[c..c + b]),
-                lanes,
-            );
-        }
-        Form::SlotSlot if a == c => {
-            let grads = Grads::Same(&mut below[a..a + b]);
-            gather.backward2(
-                n.op,
-                (Arg::Lanes(slot(a)), Arg::Lanes(slot(c))),
-                z,
-                g,
-                grads,
-                lanes,
-            );
-        }
-        Form::ConstConst => {}
-        Form::SlotSlot => {
-            let (lo, hi, swap) = if a < c { (a, c, false) } else { (c, a, true) };
-            let (first, second) = below.split_at_mut(hi);
-            let (g_lo, g_hi) = (&mut first[lo..lo + b], &mut second[..b]);
-            let grads = if swap {
-                Grads::Both(g_hi, g_lo)
-            } else {
-                Grads::Both(g_lo, g_hi)
-            };
-            gather.backward2(
-                n.op,
-                (Arg::Lanes(slot(a)), Arg::Lanes(slot(c))),
-                z,
-                g,
-                grads,
-                lanes,
-            );
-        }
     }
 }
 

@@ -5,6 +5,7 @@
 //! folding and the one-lane fast paths, which keeps every path bit-identical.
 
 use super::scalar::Op;
+use crate::lanes::Layout;
 use crate::real::Real;
 
 /// Expands `$body!(Op::X)` in a match arm for every op.
@@ -51,6 +52,16 @@ macro_rules! per_op {
 pub enum Arg<'a, R> {
     Lanes(&'a [R]),
     Const(R),
+}
+
+impl<'a, R: Copy> Arg<'a, R> {
+    /// Lanes `[s, e)` of this operand.
+    fn range(self, s: usize, e: usize) -> Arg<'a, R> {
+        match self {
+            Arg::Lanes(x) => Arg::Lanes(&x[s..e]),
+            c => c,
+        }
+    }
 }
 
 /// `out[b] = op(x[b])` over lanes.
@@ -143,6 +154,107 @@ pub enum Grads<'a, R> {
     Same(&'a mut [R]),
     First(&'a mut [R]),
     Second(&'a mut [R]),
+}
+
+impl<R> Grads<'_, R> {
+    /// Lanes `[s, e)` of these accumulators.
+    fn range(&mut self, s: usize, e: usize) -> Grads<'_, R> {
+        match self {
+            Grads::Both(a, b) => Grads::Both(&mut a[s..e], &mut b[s..e]),
+            Grads::Same(a) => Grads::Same(&mut a[s..e]),
+            Grads::First(a) => Grads::First(&mut a[s..e]),
+            Grads::Second(b) => Grads::Second(&mut b[s..e]),
+        }
+    }
+}
+
+/// [`forward1`] over the lanes of a layout; slices hold every lane of their slot.
+pub fn forward1_over<R: Real>(
+    op: Op,
+    out: &mut [R],
+    x: &[R],
+    layout: Layout,
+    gather: &mut Gather<R>,
+) {
+    match layout {
+        Layout::All => forward1(op, out, x),
+        Layout::Runs(runs) => {
+            for &(s, n) in runs {
+                let (s, e) = (s as usize, (s + n) as usize);
+                forward1(op, &mut out[s..e], &x[s..e]);
+            }
+        }
+        Layout::Scattered(lanes) => gather.forward1(op, out, x, lanes),
+    }
+}
+
+/// [`forward2`] over the lanes of a layout.
+pub fn forward2_over<R: Real>(
+    op: Op,
+    out: &mut [R],
+    a: Arg<R>,
+    b: Arg<R>,
+    layout: Layout,
+    gather: &mut Gather<R>,
+) {
+    match layout {
+        Layout::All => forward2(op, out, a, b),
+        Layout::Runs(runs) => {
+            for &(s, n) in runs {
+                let (s, e) = (s as usize, (s + n) as usize);
+                forward2(op, &mut out[s..e], a.range(s, e), b.range(s, e));
+            }
+        }
+        Layout::Scattered(lanes) => gather.forward2(op, out, a, b, lanes),
+    }
+}
+
+/// [`backward1`] over the lanes of a layout.
+pub fn backward1_over<R: Real>(
+    op: Op,
+    gx: &mut [R],
+    (x, z, g): (&[R], &[R], &[R]),
+    layout: Layout,
+    gather: &mut Gather<R>,
+) {
+    match layout {
+        Layout::All => backward1(op, gx, x, z, g),
+        Layout::Runs(runs) => {
+            for &(s, n) in runs {
+                let (s, e) = (s as usize, (s + n) as usize);
+                backward1(op, &mut gx[s..e], &x[s..e], &z[s..e], &g[s..e]);
+            }
+        }
+        Layout::Scattered(lanes) => gather.backward1(op, gx, x, z, g, lanes),
+    }
+}
+
+/// [`backward2`] over the lanes of a layout.
+pub fn backward2_over<R: Real>(
+    op: Op,
+    (a, b): (Arg<R>, Arg<R>),
+    (z, g): (&[R], &[R]),
+    mut out: Grads<R>,
+    layout: Layout,
+    gather: &mut Gather<R>,
+) {
+    match layout {
+        Layout::All => backward2(op, a, b, z, g, out),
+        Layout::Runs(runs) => {
+            for &(s, n) in runs {
+                let (s, e) = (s as usize, (s + n) as usize);
+                backward2(
+                    op,
+                    a.range(s, e),
+                    b.range(s, e),
+                    &z[s..e],
+                    &g[s..e],
+                    out.range(s, e),
+                );
+            }
+        }
+        Layout::Scattered(lanes) => gather.backward2(op, (a, b), z, g, out, lanes),
+    }
 }
 
 /// Accumulates a binary op's adjoints over lanes.

@@ -14,6 +14,7 @@
 //! the recursion-depth limit.
 
 use super::kont::Kont;
+use super::numeric::Classified;
 use super::{Next, Vm};
 use crate::error::{ErrorKind, Result};
 use crate::prims::scalar::Op;
@@ -77,19 +78,13 @@ impl<R: Real> Vm<R> {
         if test.tag != tag::BOOLS {
             return Split::All(!test.is_false());
         }
-        let lanes = self.payload.bool_lanes(test.slot);
-        let (t, f): (Vec<u32>, Vec<u32>) = self
-            .active_lanes()
-            .into_iter()
-            .partition(|&l| lanes[l as usize]);
-        let (outcome, then_set, out) = if f.is_empty() {
-            (Some(true), 0, Split::All(true))
-        } else if t.is_empty() {
-            (Some(false), 0, Split::All(false))
-        } else {
-            let then_set = self.lane_sets.add(t);
-            let else_set = self.lane_sets.add(f);
-            (None, then_set, Split::Mixed { then_set, else_set })
+        let (outcome, then_set, out) = match self.classify(self.payload.bool_lanes(test.slot)) {
+            Classified::All(b) => (Some(b), 0, Split::All(b)),
+            Classified::Mixed(t, f) => {
+                let then_set = self.lane_sets.add(t);
+                let else_set = self.lane_sets.add(f);
+                (None, then_set, Split::Mixed { then_set, else_set })
+            }
         };
         self.tape.branches.push(BranchGuard {
             node,
@@ -130,8 +125,9 @@ impl<R: Real> Vm<R> {
 
     /// The per-lane merge of a split branch's two results (LANGUAGE.md §9.4).
     fn merge_values(&mut self, program: &Program, st: &Merge, a: Value, b: Value) -> Result<Value> {
-        if a == b && a.tag != tag::BOOLS && a.tag != tag::NUM {
-            // The same structure (or the same constant) on both sides.
+        if a == b {
+            // The same value on both sides: the same structure, constant, or lane value (equal in
+            // every lane, and gradients reach it exactly as in a lone run).
             return Ok(a);
         }
         if a.is_number() && b.is_number() {

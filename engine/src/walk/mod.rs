@@ -74,7 +74,8 @@ pub struct Vm<R: Real> {
     pub(crate) record: bool,
     /// The active lane set.
     pub(crate) active: u32,
-    scratch: Vec<bool>,
+    /// Per-lane comparison buffers (a chain's conjunction, one pair's outcomes).
+    scratch: (Vec<bool>, Vec<bool>),
     /// Buffers for kernels over scattered lane subsets.
     pub(crate) gather: crate::prims::kernels::Gather<R>,
 }
@@ -106,7 +107,7 @@ impl<R: Real> Vm<R> {
             peak_konts: 0,
             record: false,
             active: ALL,
-            scratch: Vec::new(),
+            scratch: (Vec::new(), Vec::new()),
             gather: Default::default(),
         }
     }

@@ -7,10 +7,9 @@
 
 use super::Vm;
 use crate::error::{ErrorKind, Result};
-use crate::lanes::Layout;
 use crate::prims::Prim;
 use crate::prims::compare::Cmp;
-use crate::prims::kernels::{Arg, forward1, forward2};
+use crate::prims::kernels::{Arg, forward1_over, forward2_over};
 use crate::prims::scalar::Op;
 use crate::program::{NodeId, Program};
 use crate::real::Real;
@@ -109,17 +108,8 @@ impl<R: Real> Vm<R> {
             let (lo, hi) = primal.split_at_mut(out as usize * b);
             let xs = &lo[x.slot as usize * b..(x.slot as usize + 1) * b];
             // Only the active lanes, so a split costs what its lanes cost.
-            let out = &mut hi[..b];
-            match self.lane_sets.layout(self.active) {
-                Layout::All => forward1(op, out, xs),
-                Layout::Runs(runs) => {
-                    for &(s, n) in runs {
-                        let (s, e) = (s as usize, (s + n) as usize);
-                        forward1(op, &mut out[s..e], &xs[s..e]);
-                    }
-                }
-                Layout::Scattered(lanes) => self.gather.forward1(op, out, xs, lanes),
-            }
+            let layout = self.lane_sets.layout(self.active);
+            forward1_over(op, &mut hi[..b], xs, layout, &mut self.gather);
         }
         let n = TapeNode {
             op,
@@ -163,27 +153,15 @@ impl<R: Real> Vm<R> {
             primal[out as usize] = op.eval2(one(x), one(y));
         } else {
             let (lo, hi) = primal.split_at_mut(out as usize * b);
-            let arg = |v: Value, s: usize, e: usize| {
+            let arg = |v: Value| {
                 if v.tag == tag::CONST {
                     Arg::Const(v.const_value::<R>())
                 } else {
-                    Arg::Lanes(&lo[v.slot as usize * b + s..v.slot as usize * b + e])
+                    Arg::Lanes(&lo[v.slot as usize * b..(v.slot as usize + 1) * b])
                 }
             };
-            let out = &mut hi[..b];
-            match self.lane_sets.layout(self.active) {
-                Layout::All => forward2(op, out, arg(x, 0, b), arg(y, 0, b)),
-                Layout::Runs(runs) => {
-                    for &(s, n) in runs {
-                        let (s, e) = (s as usize, (s + n) as usize);
-                        forward2(op, &mut out[s..e], arg(x, s, e), arg(y, s, e));
-                    }
-                }
-                Layout::Scattered(lanes) => {
-                    self.gather
-                        .forward2(op, out, arg(x, 0, b), arg(y, 0, b), lanes)
-                }
-            }
+            let layout = self.lane_sets.layout(self.active);
+            forward2_over(op, &mut hi[..b], arg(x), arg(y), layout, &mut self.gather);
         }
         let (form, a, c) = self.tape_operands(x, y);
         self.record(
@@ -236,7 +214,7 @@ impl<R: Real> Vm<R> {
         a: &[Value],
     ) -> Result<Value> {
         let b = self.payload.lanes;
-        let mut acc = std::mem::take(&mut self.scratch);
+        let (mut acc, mut pair) = std::mem::take(&mut self.scratch);
         acc.clear();
         let mut any_lanes = false;
         let mut uniform_false = false;
@@ -253,26 +231,27 @@ impl<R: Real> Vm<R> {
                     self.payload.primal[v.slot as usize * b + i]
                 }
             };
-            if !any_lanes {
-                acc.extend((0..b).map(|i| cmp.eval(lane(x, i), lane(y, i))));
-                any_lanes = true;
+            pair.clear();
+            pair.extend((0..b).map(|i| cmp.eval(lane(x, i), lane(y, i))));
+            if any_lanes {
+                acc.iter_mut().zip(&pair).for_each(|(r, &p)| *r &= p);
             } else {
-                for (i, r) in acc.iter_mut().enumerate() {
-                    *r = *r && cmp.eval(lane(x, i), lane(y, i));
-                }
+                acc.extend_from_slice(&pair);
+                any_lanes = true;
             }
             if self.record {
-                let first = (0..b)
-                    .map(|i| cmp.eval(lane(x, i), lane(y, i)))
-                    .collect::<Vec<_>>();
-                let outcome = first.iter().all(|&r| r == first[0]).then(|| first[0]);
+                let outcome = match self.classify(&pair) {
+                    Classified::All(outcome) => Some(outcome),
+                    Classified::Mixed(..) => None,
+                };
                 let (form, ga, gb) = self.tape_operands(x, y);
+                let lanes = self.active;
                 self.tape.guards.push(Guard {
                     cmp,
                     form,
                     a: ga,
                     b: gb,
-                    lanes: self.active,
+                    lanes,
                     outcome,
                 });
             }
@@ -284,7 +263,7 @@ impl<R: Real> Vm<R> {
         } else {
             self.make_bool(program, node, &acc)
         };
-        self.scratch = acc;
+        self.scratch = (acc, pair);
         out
     }
 
@@ -317,33 +296,38 @@ impl<R: Real> Vm<R> {
         }
     }
 
-    /// Whether a test value is true, decided over the active lanes (LANGUAGE.md §3.4, §9.2).
-    /// Lanes that disagree are an error until divergent branches are supported.
+    /// How per-lane booleans come out over the active lanes.
+    pub(super) fn classify(&self, lanes: &[bool]) -> Classified {
+        let (t, f): (Vec<u32>, Vec<u32>) = match self.lane_sets.get(self.active) {
+            Some(active) => active.iter().partition(|&&l| lanes[l as usize]),
+            None => (0..lanes.len() as u32).partition(|&l| lanes[l as usize]),
+        };
+        match (t.is_empty(), f.is_empty()) {
+            (_, true) => Classified::All(true),
+            (true, _) => Classified::All(false),
+            _ => Classified::Mixed(t, f),
+        }
+    }
+
+    /// Whether a test value is true in every active lane, for the prelude procedures whose
+    /// result's structure depends on it (`filter`, `assoc`, `member`): lanes that disagree there
+    /// are a divergence error. (`if` splits instead; see `merge.rs`.)
     pub(super) fn truth(&self, program: &Program, node: NodeId, v: Value) -> Result<bool> {
-        match v.tag {
-            tag::BOOL => Ok(v.aux != 0),
-            tag::BOOLS => {
-                let lanes = self.payload.bool_lanes(v.slot);
-                let active = self.active_lanes();
-                let (t, f): (Vec<u32>, Vec<u32>) = active.iter().partition(|&&l| lanes[l as usize]);
-                if f.is_empty() {
-                    Ok(true)
-                } else if t.is_empty() {
-                    Ok(false)
-                } else {
-                    Err(self.error(
-                        program,
-                        node,
-                        ErrorKind::Divergence,
-                        format!(
-                            "lanes diverge at this test: it is true in lanes {} and false in lanes {}",
-                            lane_list(&t),
-                            lane_list(&f)
-                        ),
-                    ))
-                }
-            }
-            _ => Ok(true),
+        if v.tag != tag::BOOLS {
+            return Ok(!v.is_false());
+        }
+        match self.classify(self.payload.bool_lanes(v.slot)) {
+            Classified::All(outcome) => Ok(outcome),
+            Classified::Mixed(t, f) => Err(self.error(
+                program,
+                node,
+                ErrorKind::Divergence,
+                format!(
+                    "lanes diverge at this test: it is true in lanes {} and false in lanes {}",
+                    lane_list(&t),
+                    lane_list(&f)
+                ),
+            )),
         }
     }
 
@@ -394,6 +378,12 @@ impl<R: Real> Vm<R> {
         }
         Ok(x.trunc().to_f64() as usize)
     }
+}
+
+/// Per-lane booleans over the active lanes: all one way, or the true and false lanes.
+pub(super) enum Classified {
+    All(bool),
+    Mixed(Vec<u32>, Vec<u32>),
 }
 
 /// "0, 2, 5" (at most 8 lanes, then "…").
