@@ -1,5 +1,6 @@
-//! Runs one benchmark workload in a loop, for profilers: `profile_loop NAME LANES ITERS [grad]`.
-use ndvm_benches::SCALAR;
+//! Runs one benchmark workload in a loop, for profilers: `profile_loop NAME LANES ITERS [grad]`
+//! (NAME is a scalar workload or `kalman80`).
+use ndvm_benches::{Kalman, SCALAR};
 use ndvm_engine::prelude::*;
 
 fn main() {
@@ -11,11 +12,16 @@ fn main() {
         .and_then(|s| s.parse().ok())
         .unwrap_or(1_000_000);
     let grad = args.get(4).is_some_and(|s| s == "grad");
-    let Some((w, _, _)) = SCALAR.iter().find(|(w, _, _)| w.name == name) else {
-        return;
+    let (program, bindings) = if name == "kalman80" {
+        let k = Kalman::new();
+        let b = k.bindings(lanes);
+        (k.program, b)
+    } else {
+        let Some((w, _, _)) = SCALAR.iter().find(|(w, _, _)| w.name == name) else {
+            return;
+        };
+        (w.program(), w.bindings(lanes))
     };
-    let program = w.program();
-    let bindings = w.bindings(lanes);
     let mut vm = Vm::<f32>::default();
     let t = std::time::Instant::now();
     let mut acc = 0.0f32;

@@ -1,5 +1,5 @@
-//! Shared benchmark workloads: the reference scalar programs of `oracle_refs.json` with their
-//! bindings, spread over B lanes.
+//! Shared benchmark workloads: the reference scalar programs of `oracle_refs.json` and the 80-step
+//! 2-D Kalman filter (`docs/examples/kalman2d.scm`), with their bindings spread over B lanes.
 
 use ndvm_engine::prelude::*;
 
@@ -74,5 +74,51 @@ impl Workload {
     pub fn program(&self) -> Program {
         let names: Vec<&str> = self.inputs.iter().map(|(n, _)| *n).collect();
         Program::new(self.src, &names).unwrap_or_else(|e| panic!("{}: {e}", self.name))
+    }
+}
+
+/// The reference C++ runtime's Kalman-80 forward+gradient time at B = 1 and per lane at B = 256
+/// (µs), from the linear-algebra issue, measured by its author on this machine kind.
+pub const KALMAN_REFERENCE_US: (f64, f64) = (959.0, 85.0);
+
+/// The 80-step 2-D Kalman negative log-likelihood and its observations.
+#[derive(Debug)]
+pub struct Kalman {
+    pub program: Program,
+    file: ndvm_components::BindingsFile,
+}
+
+impl Kalman {
+    pub fn new() -> Kalman {
+        let src = include_str!("../../docs/examples/kalman2d.scm");
+        let file = ndvm_components::BindingsFile::from_json(include_str!(
+            "../../docs/examples/kalman2d.json"
+        ))
+        .unwrap_or_else(|e| panic!("kalman2d.json: {e}"));
+        let mut names: Vec<&str> = file.scalars.keys().map(String::as_str).collect();
+        names.extend(file.matrices.keys().map(String::as_str));
+        let program = Program::new(src, &names).unwrap_or_else(|e| panic!("kalman2d.scm: {e}"));
+        Kalman { program, file }
+    }
+
+    /// The observations shared; q and r per lane (each lane a different parameter vector).
+    pub fn bindings(&self, lanes: usize) -> Bindings<f32> {
+        let mut b = Bindings::new();
+        self.file.apply(&mut b);
+        if lanes > 1 {
+            for (name, &x) in &self.file.scalars {
+                let xs = (0..lanes)
+                    .map(|k| (x * (1.0 + 0.01 * (k % 13) as f64)) as f32)
+                    .collect();
+                b.lanes(name, xs);
+            }
+        }
+        b
+    }
+}
+
+impl Default for Kalman {
+    fn default() -> Self {
+        Kalman::new()
     }
 }

@@ -2,11 +2,13 @@
 //!
 //! ```json
 //! {"scalars": {"q": 0.05},
+//!  "constants": {"T": 80},
 //!  "lanes": {"r": [0.1, 0.2]},
 //!  "matrices": {"obs": {"rows": 2, "cols": 2, "data": [1, 2, 3, 4]}}}
 //! ```
 //!
-//! Scalars are broadcast to every lane; every lane list has the same length B (B = 1 when there
+//! Scalars are differentiable parameters broadcast to every lane; constants are numbers that
+//! get no gradient (data, sizes, step counts); every lane list has the same length B (B = 1 when there
 //! are none); matrices are row-major and shared by every lane. Names are kept in sorted order so
 //! output is deterministic.
 
@@ -20,9 +22,23 @@ pub struct BindingsFile {
     #[serde(default)]
     pub scalars: BTreeMap<String, f64>,
     #[serde(default)]
+    pub constants: BTreeMap<String, f64>,
+    #[serde(default)]
     pub lanes: BTreeMap<String, Vec<f64>>,
     #[serde(default)]
     pub matrices: BTreeMap<String, MatrixSpec>,
+    /// Matrices with one value per lane: `data[lane]` is row-major.
+    #[serde(default)]
+    pub lane_matrices: BTreeMap<String, LaneMatrixSpec>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LaneMatrixSpec {
+    pub rows: usize,
+    pub cols: usize,
+    /// One row-major matrix per lane.
+    pub data: Vec<Vec<f64>>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -50,13 +66,21 @@ pub enum BindingsFileError {
 impl BindingsFile {
     pub fn from_json(text: &str) -> Result<Self, BindingsFileError> {
         let file: BindingsFile = serde_json::from_str(text)?;
-        for (name, m) in &file.matrices {
-            if m.rows == 0 || m.cols == 0 || m.rows * m.cols != m.data.len() {
+        let shared = file
+            .matrices
+            .iter()
+            .map(|(n, m)| (n, m.rows, m.cols, &m.data));
+        let per_lane = file
+            .lane_matrices
+            .iter()
+            .flat_map(|(n, m)| m.data.iter().map(move |d| (n, m.rows, m.cols, d)));
+        for (name, rows, cols, data) in shared.chain(per_lane) {
+            if rows == 0 || cols == 0 || rows * cols != data.len() {
                 return Err(BindingsFileError::MatrixSize {
                     name: name.clone(),
-                    rows: m.rows,
-                    cols: m.cols,
-                    len: m.data.len(),
+                    rows,
+                    cols,
+                    len: data.len(),
                 });
             }
         }
@@ -68,16 +92,19 @@ impl BindingsFile {
         for (name, &x) in &self.scalars {
             out.scalar(name, R::from_f64(x));
         }
+        for (name, &x) in &self.constants {
+            out.constant(name, R::from_f64(x));
+        }
         for (name, xs) in &self.lanes {
             out.lanes(name, xs.iter().map(|&x| R::from_f64(x)).collect());
         }
+        let real = |d: &[f64]| d.iter().map(|&x| R::from_f64(x)).collect::<Vec<R>>();
         for (name, m) in &self.matrices {
-            out.matrix(
-                name,
-                m.rows,
-                m.cols,
-                m.data.iter().map(|&x| R::from_f64(x)).collect(),
-            );
+            out.matrix(name, m.rows, m.cols, real(&m.data));
+        }
+        for (name, m) in &self.lane_matrices {
+            let data = m.data.iter().map(|d| real(d)).collect();
+            out.lane_matrices(name, m.rows, m.cols, data);
         }
     }
 }
@@ -114,5 +141,19 @@ mod tests {
             BindingsFile::from_json(r#"{"matrices": {"m": {"rows": 2, "cols": 2, "data": [1]}}}"#)
                 .is_err()
         );
+        let ragged = r#"{"lane_matrices": {"m": {"rows": 1, "cols": 2, "data": [[1, 2], [3]]}}}"#;
+        assert!(BindingsFile::from_json(ragged).is_err());
+    }
+
+    #[test]
+    fn lane_matrices_set_the_lane_count() {
+        let f = BindingsFile::from_json(
+            r#"{"constants": {"T": 3}, "lane_matrices": {"m": {"rows": 1, "cols": 2, "data": [[1, 2], [3, 4], [5, 6]]}}}"#,
+        )
+        .expect("parses");
+        let mut b = Bindings::<f32>::new();
+        f.apply(&mut b);
+        assert_eq!(b.lane_count().expect("lanes"), 3);
+        assert!(!b.items[0].param, "constants get no gradient");
     }
 }

@@ -4,11 +4,14 @@
 //! its output adjoint to its operands through the op's VJP, touching only the lanes that were
 //! active when it was recorded. Lanes never mix: lane `b` of a gradient is ∂result_b/∂input_b.
 //! Every node runs the monomorphized lane kernels of [`crate::prims::kernels`] over its lanes: all
-//! of them, or each run of consecutive lanes of its subset.
+//! of them, or each run of consecutive lanes of its subset. An elementwise node over a tensor's
+//! `len` elements runs one kernel over `len × B` numbers; linear-algebra nodes run their VJPs from
+//! [`crate::prims::linalg`] over each lane range.
 
 use crate::lanes::{LaneSets, Layout};
 use crate::payload::Payload;
 use crate::prims::kernels::{Arg, Gather, Grads, backward1_over, backward2_over};
+use crate::prims::linalg::{self, Lanes, Work};
 use crate::prims::scalar::Op;
 use crate::real::Real;
 use crate::tape::{Form, Tape, TapeNode};
@@ -24,32 +27,73 @@ pub fn backward<R: Real>(
     payload.adjoint.clear();
     payload.adjoint.resize(payload.slots() * lanes, R::zero());
     payload.adjoint[seeds.start as usize * lanes..seeds.end as usize * lanes].fill(R::one());
+    let mut work = Work::default();
     if lanes == 1 && tape.nodes.iter().all(|n| sets.get(n.lanes).is_none()) {
         for n in tape.nodes.iter().rev() {
-            node_one_lane(tape, payload, n);
+            if n.op.is_linalg() {
+                linalg_vjp(tape, payload, n, Layout::All, &mut work);
+            } else {
+                node_one_lane(tape, payload, n);
+            }
         }
         return;
     }
     let mut gather = Gather::default();
     for n in tape.nodes.iter().rev() {
+        let layout = sets.layout(n.lanes);
         if n.op == Op::Select {
             select_vjp(payload, sets, n);
-            continue;
+        } else if n.op.is_linalg() {
+            linalg_vjp(tape, payload, n, layout, &mut work);
+        } else if layout == Layout::All {
+            // Every lane: the node's elements are one contiguous run.
+            node_vjp(
+                tape,
+                payload,
+                &mut gather,
+                n,
+                0,
+                n.elements() as usize * lanes,
+                layout,
+            );
+        } else {
+            for e in 0..n.elements() {
+                node_vjp(tape, payload, &mut gather, n, e, lanes, layout);
+            }
         }
-        node_vjp(tape, payload, &mut gather, n, sets.layout(n.lanes));
     }
 }
 
-/// One node's VJP over the lanes of its set, through the vectorized lane kernels.
+/// A linear-algebra node's VJP over each lane range of its layout.
+fn linalg_vjp<R: Real>(
+    tape: &Tape<R>,
+    p: &mut Payload<R>,
+    n: &TapeNode,
+    layout: Layout,
+    work: &mut Work<R>,
+) {
+    let node = tape.linalg(n);
+    let b = p.lanes;
+    let (x, adj) = (&p.primal, &mut p.adjoint);
+    layout.for_ranges(b, |s, e| {
+        linalg::vjp(&node, x, adj, Lanes { b, s, e }, work)
+    });
+}
+
+/// One node's VJP over the lanes of its set, through the vectorized lane kernels: element `e` of
+/// the node's elements, `b` numbers wide (B, or every element's B lanes at once from `e = 0`).
 fn node_vjp<R: Real>(
     tape: &Tape<R>,
     p: &mut Payload<R>,
     gather: &mut Gather<R>,
     n: &TapeNode,
+    e: u32,
+    b: usize,
     layout: Layout,
 ) {
-    let b = p.lanes;
-    let (o, a, c) = (n.out as usize * b, n.a as usize * b, n.b as usize * b);
+    let lanes = p.lanes;
+    let at = |slot: u32| (slot + e) as usize * lanes;
+    let (o, a, c) = (at(n.out), at(n.a), at(n.b));
     let x = &p.primal;
     // Operands are always recorded before the node's output: their adjoints lie below it.
     let (below, above) = p.adjoint.split_at_mut(o);
@@ -116,6 +160,9 @@ fn node_vjp<R: Real>(
 /// One lane: the kernels' formulas without lane loops (same bits as the lane kernels).
 #[inline]
 fn node_one_lane<R: Real>(tape: &Tape<R>, p: &mut Payload<R>, n: &TapeNode) {
+    if n.aux > 1 {
+        return node_elements_one_lane(tape, p, n);
+    }
     let (o, a, c) = (n.out as usize, n.a as usize, n.b as usize);
     let (x, adj) = (&p.primal, &mut p.adjoint);
     let (z, g) = (x[o], adj[o]);
@@ -133,6 +180,21 @@ fn node_one_lane<R: Real>(tape: &Tape<R>, p: &mut Payload<R>, n: &TapeNode) {
         Form::SlotConst => adj[a] = adj[a] + n.op.vjp2(x[a], tape.consts[c], z, g).0,
         Form::ConstSlot => adj[c] = adj[c] + n.op.vjp2(tape.consts[a], x[c], z, g).1,
         Form::ConstConst => {}
+    }
+}
+
+/// One lane of an elementwise node over several elements.
+fn node_elements_one_lane<R: Real>(tape: &Tape<R>, p: &mut Payload<R>, n: &TapeNode) {
+    for e in 0..n.elements() {
+        let slot = |s: u32, is_slot: bool| if is_slot { s + e } else { s };
+        let one = TapeNode {
+            out: n.out + e,
+            a: slot(n.a, n.form != Form::ConstSlot),
+            b: slot(n.b, matches!(n.form, Form::SlotSlot | Form::ConstSlot)),
+            aux: 1,
+            ..*n
+        };
+        node_one_lane(tape, p, &one);
     }
 }
 

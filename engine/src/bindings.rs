@@ -1,6 +1,7 @@
 //! Host inputs: the names a program reads that the host binds (LANGUAGE.md §3.2).
 //!
-//! An input is one value shared by every lane (a scalar or a matrix) or one value per lane.
+//! An input is one value shared by every lane (a scalar or a matrix) or one value per lane (a
+//! number or a matrix).
 //! Scalar and per-lane inputs are **parameters** by default — the differentiable leaves whose
 //! gradients the backward pass reports; [`Bindings::constant`] binds a non-differentiable one.
 
@@ -18,6 +19,12 @@ pub enum Input<R> {
         rows: usize,
         cols: usize,
         data: Vec<R>,
+    },
+    /// One matrix per lane (`data[lane]`, row-major), e.g. each lane its own data set.
+    LaneMatrices {
+        rows: usize,
+        cols: usize,
+        data: Vec<Vec<R>>,
     },
 }
 
@@ -81,6 +88,17 @@ impl<R: Real> Bindings<R> {
         self.put(name, Input::Matrix { rows, cols, data }, false)
     }
 
+    /// One matrix per lane (`data[lane]`, row-major); the lane count is `data.len()`.
+    pub fn lane_matrices(
+        &mut self,
+        name: &str,
+        rows: usize,
+        cols: usize,
+        data: Vec<Vec<R>>,
+    ) -> &mut Self {
+        self.put(name, Input::LaneMatrices { rows, cols, data }, false)
+    }
+
     pub fn names(&self) -> Vec<&str> {
         self.items.iter().map(|b| b.name.as_str()).collect()
     }
@@ -89,26 +107,43 @@ impl<R: Real> Bindings<R> {
     pub fn lane_count(&self) -> Result<usize> {
         let mut lanes: Option<(usize, &str)> = None;
         for b in &self.items {
+            if let Input::LaneMatrices { rows, cols, data } = &b.value
+                && let Some(bad) = data.iter().find(|d| rows * cols != d.len() || d.is_empty())
+            {
+                return Err(Error::unlocated(
+                    ErrorKind::Input,
+                    format!(
+                        "matrix `{}` is {rows}x{cols} but a lane has {} values",
+                        b.name,
+                        bad.len()
+                    ),
+                ));
+            }
+            let per_lane = match &b.value {
+                Input::Lanes(v) => Some(v.len()),
+                Input::LaneMatrices { data, .. } => Some(data.len()),
+                _ => None,
+            };
             match &b.value {
-                Input::Lanes(v) => {
-                    if v.is_empty() {
+                Input::Lanes(_) | Input::LaneMatrices { .. } => {
+                    let v_len = per_lane.unwrap_or(0);
+                    if v_len == 0 {
                         return Err(Error::unlocated(
                             ErrorKind::Input,
                             format!("input `{}` has no lanes", b.name),
                         ));
                     }
                     match lanes {
-                        Some((n, other)) if n != v.len() => {
+                        Some((n, other)) if n != v_len => {
                             return Err(Error::unlocated(
                                 ErrorKind::Input,
                                 format!(
                                     "input `{}` has {} lanes but `{other}` has {n}",
-                                    b.name,
-                                    v.len()
+                                    b.name, v_len
                                 ),
                             ));
                         }
-                        _ => lanes = Some((v.len(), &b.name)),
+                        _ => lanes = Some((v_len, &b.name)),
                     }
                 }
                 Input::Matrix { rows, cols, data } => {
@@ -140,6 +175,11 @@ impl<R: Real> Bindings<R> {
                     Input::Lanes(v) => {
                         Input::Lanes(v.get(b).or(v.last()).copied().into_iter().collect())
                     }
+                    Input::LaneMatrices { rows, cols, data } => Input::LaneMatrices {
+                        rows: *rows,
+                        cols: *cols,
+                        data: data.get(b).or(data.last()).cloned().into_iter().collect(),
+                    },
                     other => other.clone(),
                 },
                 param: x.param,

@@ -50,7 +50,9 @@ pub fn finite_differences<R: Real>(
 fn numbers<R: Real>(o: Output<R>) -> Vec<R> {
     match o {
         Output::Numbers(v) => v,
-        Output::Matrix { data, .. } => data.iter().map(|d| d.iter().copied().sum()).collect(),
+        Output::Vector(data) | Output::Matrix { data, .. } => {
+            data.iter().map(|d| d.iter().copied().sum()).collect()
+        }
         Output::Data(d) => vec![R::nan(); d.len()],
     }
 }

@@ -7,7 +7,7 @@ use crate::bindings::{Bindings, Input};
 use crate::error::Result;
 use crate::program::Program;
 use crate::real::Real;
-use crate::value::{Value, tag};
+use crate::value::{Shape, Value, tag};
 use crate::walk::Vm;
 
 /// A program's result in every lane.
@@ -15,6 +15,8 @@ use crate::walk::Vm;
 pub enum Output<R> {
     /// A number per lane.
     Numbers(Vec<R>),
+    /// A vector per lane.
+    Vector(Vec<Vec<R>>),
     /// A matrix per lane: `data[lane]` is row-major.
     Matrix {
         rows: usize,
@@ -64,12 +66,9 @@ pub fn evaluate<R: Real>(
 impl<R: Real> Vm<R> {
     /// The reverse pass from `result` (seeded with 1 in every lane and element).
     pub fn backward(&mut self, result: Value) {
-        let seeds = match result.tag {
-            tag::NUM => result.slot..result.slot + 1,
-            tag::MATRIX => {
-                let (r, c) = self.shapes[result.aux as usize];
-                result.slot..result.slot + r * c
-            }
+        let seeds = match (result.tag, self.shape(result)) {
+            (tag::NUM, _) => result.slot..result.slot + 1,
+            (_, Some(s)) => result.slot..result.slot + s.len(),
             _ => 0..0,
         };
         crate::backward::backward(&self.tape, &mut self.payload, &self.lane_sets, seeds);
@@ -121,19 +120,21 @@ impl<R: Real> Vm<R> {
         if let Some(xs) = self.numbers(v) {
             return Output::Numbers(xs);
         }
-        if v.tag == tag::MATRIX {
-            let (r, c) = self.shapes[v.aux as usize];
+        if let Some(shape) = self.shape(v) {
             let data = (0..lanes)
                 .map(|l| {
-                    (0..r * c)
+                    (0..shape.len())
                         .map(|e| self.payload.lane_values(v.slot + e)[l])
                         .collect()
                 })
                 .collect();
-            return Output::Matrix {
-                rows: r as usize,
-                cols: c as usize,
-                data,
+            return match shape {
+                Shape::Vector(_) => Output::Vector(data),
+                Shape::Matrix(r, c) => Output::Matrix {
+                    rows: r as usize,
+                    cols: c as usize,
+                    data,
+                },
             };
         }
         Output::Data((0..lanes).map(|l| self.render(program, v, l)).collect())
@@ -163,22 +164,33 @@ impl<R: Real> Vm<R> {
                 out.push_str(&format!("#<procedure {name}>"));
             }
             tag::CLOSURE => out.push_str("#<procedure>"),
-            tag::MATRIX => {
-                let (r, c) = self.shapes[v.aux as usize];
-                out.push_str("(mat");
-                for i in 0..r {
-                    out.push_str(" [");
-                    for j in 0..c {
+            tag::MATRIX | tag::VECTOR => {
+                // Written as the program text that builds it: `[1 2]`, `(mat [1 2] [3 4])`.
+                let (rows, cols, matrix) = match self.shape(v) {
+                    Some(Shape::Matrix(r, c)) => (r, c, true),
+                    Some(Shape::Vector(n)) => (1, n, false),
+                    None => (0, 0, false),
+                };
+                if matrix {
+                    out.push_str("(mat ");
+                }
+                for i in 0..rows {
+                    if i > 0 {
+                        out.push(' ');
+                    }
+                    out.push('[');
+                    for j in 0..cols {
                         if j > 0 {
                             out.push(' ');
                         }
-                        out.push_str(&format_number(
-                            self.payload.lane_values(v.slot + i * c + j)[lane],
-                        ));
+                        let x = self.payload.lane_values(v.slot + i * cols + j)[lane];
+                        out.push_str(&format_number(x));
                     }
                     out.push(']');
                 }
-                out.push(')');
+                if matrix {
+                    out.push(')');
+                }
             }
             tag::PAIR => {
                 out.push('(');

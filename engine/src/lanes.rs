@@ -20,6 +20,20 @@ pub enum Layout<'a> {
     Scattered(&'a [u32]),
 }
 
+impl Layout<'_> {
+    /// Calls `f(start, end)` for every range of consecutive lanes (a scattered lane is a range
+    /// of one), for kernels that work on lane ranges.
+    pub fn for_ranges(self, lanes: usize, mut f: impl FnMut(usize, usize)) {
+        match self {
+            Layout::All => f(0, lanes),
+            Layout::Runs(runs) => runs
+                .iter()
+                .for_each(|&(s, n)| f(s as usize, (s + n) as usize)),
+            Layout::Scattered(ls) => ls.iter().for_each(|&l| f(l as usize, l as usize + 1)),
+        }
+    }
+}
+
 /// One subset: its sorted lanes and their runs `(first, len)`.
 #[derive(Debug, Default)]
 struct Subset {

@@ -34,8 +34,18 @@ pub struct TapeNode {
     pub out: u32,
     pub a: u32,
     pub b: u32,
-    /// For a merge ([`Op::Select`]): the else-lanes' set (`lanes` holds the then-lanes').
+    /// For a merge ([`Op::Select`]): the else-lanes' set (`lanes` holds the then-lanes'). For an
+    /// elementwise op: the number of consecutive elements it covers (0 and 1 both mean one) —
+    /// a tensor op is one node over its elements. For a linear-algebra op: its index in
+    /// [`Tape::dims`].
     pub aux: u32,
+}
+
+impl TapeNode {
+    /// The elements an elementwise node covers.
+    pub fn elements(&self) -> u32 {
+        self.aux.max(1)
+    }
 }
 
 /// A branch decided on per-lane booleans: the lanes it was decided over and how it went.
@@ -69,6 +79,8 @@ pub struct Tape<R> {
     pub consts: Vec<R>,
     pub guards: Vec<Guard>,
     pub branches: Vec<BranchGuard>,
+    /// Sizes `[m, k, n]` of the linear-algebra nodes (see [`crate::prims::linalg::LinNode`]).
+    pub dims: Vec<[u32; 3]>,
 }
 
 impl<R: Copy> Tape<R> {
@@ -77,6 +89,21 @@ impl<R: Copy> Tape<R> {
         self.consts.clear();
         self.guards.clear();
         self.branches.clear();
+        self.dims.clear();
+    }
+
+    /// The linear-algebra application a node records.
+    pub fn linalg(&self, n: &TapeNode) -> crate::prims::linalg::LinNode {
+        let [m, k, d] = self.dims.get(n.aux as usize).copied().unwrap_or([0; 3]);
+        crate::prims::linalg::LinNode {
+            op: n.op,
+            out: n.out,
+            a: n.a,
+            b: n.b,
+            m,
+            k,
+            n: d,
+        }
     }
 
     pub fn constant(&mut self, x: R) -> u32 {

@@ -23,6 +23,8 @@ pub mod tag {
     pub const NUM: u32 = 4;
     /// A matrix; `slot` is the base slot (element-major, lane-minor), `aux` the shape index.
     pub const MATRIX: u32 = 5;
+    /// A vector; `slot` is the base slot (element-major, lane-minor), `aux` the length.
+    pub const VECTOR: u32 = 11;
     pub const SYMBOL: u32 = 6;
     pub const PAIR: u32 = 7;
     pub const CLOSURE: u32 = 8;
@@ -95,6 +97,10 @@ impl Value {
         self.tag == tag::BOOL || self.tag == tag::BOOLS
     }
 
+    pub fn is_tensor(self) -> bool {
+        self.tag == tag::VECTOR || self.tag == tag::MATRIX
+    }
+
     pub fn is_procedure(self) -> bool {
         self.tag == tag::CLOSURE || self.tag == tag::PRIM
     }
@@ -111,10 +117,41 @@ impl Value {
             tag::BOOL | tag::BOOLS => "a boolean",
             tag::CONST | tag::NUM => "a number",
             tag::MATRIX => "a matrix",
+            tag::VECTOR => "a vector",
             tag::SYMBOL => "a symbol",
             tag::PAIR => "a pair",
             tag::CLOSURE | tag::PRIM => "a procedure",
             _ => "an undefined value",
+        }
+    }
+}
+
+/// A tensor's shape (LANGUAGE.md §1): a vector `[n]` or a row-major matrix `[m,n]`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Shape {
+    Vector(u32),
+    Matrix(u32, u32),
+}
+
+impl Shape {
+    /// The number of elements.
+    pub fn len(self) -> u32 {
+        match self {
+            Shape::Vector(n) => n,
+            Shape::Matrix(m, n) => m * n,
+        }
+    }
+
+    pub fn is_empty(self) -> bool {
+        self.len() == 0
+    }
+}
+
+impl std::fmt::Display for Shape {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Shape::Vector(n) => write!(f, "[{n}]"),
+            Shape::Matrix(m, n) => write!(f, "[{m},{n}]"),
         }
     }
 }

@@ -1,49 +1,54 @@
-//! The scalar programs of `conformance/oracle_refs.json` against the DMCI oracle, at B = 1 and
-//! as lanes of a B = 64 batch (each lane byte-identical to its own B = 1 run).
+//! Every program of `conformance/oracle_refs.json` — scalar, vector and matrix ones, the 80-step
+//! Kalman filter included — against the DMCI oracle at B = 1, and as lanes of a B = 256 batch
+//! with per-lane parameters (each lane byte-identical to its own B = 1 run).
 
 mod common;
 use common::*;
 use ndvm_engine::prelude::*;
 
-const TENSOR_WORDS: &[&str] = &[
-    "vec",
-    "mat",
-    "ref",
-    "dot",
-    "cross",
-    "norm",
-    "normalize",
-    "vsum",
-    "scale",
-    "matvec",
-    "matmul",
-    "transpose",
-    "trace",
-    "det",
-    "logdet",
-    "inv",
-    "outer",
-    "eye",
-];
-
-fn uses_tensors(src: &str) -> bool {
-    src.split(|c: char| c.is_whitespace() || c == '(' || c == ')')
-        .any(|w| TENSOR_WORDS.contains(&w))
-}
-
-fn scalar_programs() -> Vec<serde_json::Value> {
+fn programs() -> Vec<serde_json::Value> {
     let refs = read_json("conformance/oracle_refs.json");
     let programs = refs["programs"].as_array().expect("programs").clone();
-    let scalar: Vec<_> = programs
-        .into_iter()
-        .filter(|p| p["matrix"].is_null() && !uses_tensors(p["src"].as_str().unwrap_or("")))
-        .collect();
     assert!(
-        scalar.len() >= 20,
-        "expected the scalar conformance programs, found {}",
-        scalar.len()
+        programs.len() >= 34,
+        "expected the conformance programs, found {}",
+        programs.len()
     );
-    scalar
+    programs
+}
+
+/// The observation matrix of a program, if it has one. The reference file stores it as the text
+/// of a Python dict.
+fn matrix(p: &serde_json::Value) -> Option<(String, usize, usize, Vec<f32>)> {
+    let m = match &p["matrix"] {
+        serde_json::Value::Null => return None,
+        serde_json::Value::String(s) => {
+            serde_json::from_str::<serde_json::Value>(&s.replace('\'', "\"")).expect("matrix")
+        }
+        v => v.clone(),
+    };
+    let data = m["data"].as_array().expect("data");
+    Some((
+        m["name"].as_str().expect("name").to_string(),
+        m["rows"].as_u64().expect("rows") as usize,
+        m["cols"].as_u64().expect("cols") as usize,
+        data.iter()
+            .map(|x| x.as_f64().expect("number") as f32)
+            .collect(),
+    ))
+}
+
+/// Tolerances (value atol, rtol; gradient atol, rtol) of LANGUAGE.md §7: tighter for plain
+/// arithmetic, looser for LU-based results and for the 80-step Kalman rollout.
+fn tolerances(p: &serde_json::Value) -> (f64, f64, f64, f64) {
+    let src = p["src"].as_str().unwrap_or("");
+    if p["name"] == "kalman2d_T80" {
+        (1e-2, 2e-3, 5.0, 2e-2)
+    } else if ["inv", "det", "logdet"].iter().any(|w| src.contains(w)) {
+        (1e-3, 1e-3, 1e-3, 1e-3)
+    } else {
+        (1e-4, 1e-4, 2e-3, 2e-3)
+    }
 }
 
 fn bindings(p: &serde_json::Value, lanes: usize) -> Bindings<f32> {
@@ -61,6 +66,9 @@ fn bindings(p: &serde_json::Value, lanes: usize) -> Bindings<f32> {
             b.lanes(name, vs);
         }
     }
+    if let Some((name, rows, cols, data)) = matrix(p) {
+        b.matrix(&name, rows, cols, data);
+    }
     if lanes > 1 && scalars.is_empty() {
         // Programs without inputs still run as a batch: an unused per-lane input sets B.
         b.lanes("unused lane input", (0..lanes).map(|k| k as f32).collect());
@@ -69,20 +77,22 @@ fn bindings(p: &serde_json::Value, lanes: usize) -> Bindings<f32> {
 }
 
 #[test]
-fn scalar_programs_match_the_oracle_at_b1() {
-    let mut checked = 0;
-    for p in scalar_programs() {
+fn programs_match_the_oracle_at_b1() {
+    let (mut checked, mut expected) = (0, 0);
+    for p in programs() {
         let name = p["name"].as_str().unwrap_or("?");
         let src = p["src"].as_str().expect("src");
         if !p["error"].is_null() {
             continue; // recursive_define: rejected by the oracle, covered by the golden corpus.
         }
+        expected += 1;
+        let (vatol, vrtol, gatol, grtol) = tolerances(&p);
         let out = run(src, &bindings(&p, 1), true)
             .unwrap_or_else(|e| panic!("{name}: {}", e.render(src)));
         let got = numbers(&out)[0] as f64;
         let want = num(&p["oracle_result"]).expect("oracle_result");
         assert!(
-            close(got, want, 1e-4, 1e-4),
+            close(got, want, vatol, vrtol),
             "{name}: result {got}, oracle {want}"
         );
         for (g, vals) in &out.grads {
@@ -90,7 +100,7 @@ fn scalar_programs_match_the_oracle_at_b1() {
                 .as_f64()
                 .unwrap_or_else(|| panic!("{name}: no oracle grad for {g}"));
             assert!(
-                close(vals[0] as f64, want, 2e-3, 2e-3),
+                close(vals[0] as f64, want, gatol, grtol),
                 "{name}: d/d{g} = {}, oracle {want}",
                 vals[0]
             );
@@ -102,22 +112,24 @@ fn scalar_programs_match_the_oracle_at_b1() {
         );
         checked += 1;
     }
-    assert_eq!(checked, 19, "every scalar program with an oracle value");
+    assert_eq!(checked, expected, "every program with an oracle value");
+    assert!(checked >= 33, "{checked} programs checked");
 }
 
 #[test]
-fn b64_lanes_equal_their_own_b1_runs_bit_for_bit() {
-    for p in scalar_programs() {
+fn b256_lanes_equal_their_own_b1_runs_bit_for_bit() {
+    const B: usize = 256;
+    for p in programs() {
         let name = p["name"].as_str().unwrap_or("?");
         let src = p["src"].as_str().expect("src");
-        let batch = bindings(&p, 64);
+        let batch = bindings(&p, B);
         let program = Program::new(src, &batch.names()).expect("decodes");
         let mut vm = Vm::<f32>::default();
         let out = evaluate(&mut vm, &program, &batch, true)
             .unwrap_or_else(|e| panic!("{name}: {}", e.render(src)));
-        assert_eq!(out.lanes, 64);
+        assert_eq!(out.lanes, B);
         let ys = numbers(&out);
-        for lane in 0..64 {
+        for lane in 0..B {
             let alone = evaluate(&mut vm, &program, &batch.lane(lane), true).expect("lane alone");
             assert_eq!(
                 numbers(&alone)[0].to_bits(),

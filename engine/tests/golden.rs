@@ -8,10 +8,12 @@
 //! ; limits: steps=N depth=N heap=N tape=N payload=N
 //! ; precision: f64         (default f32)
 //! ; expect: 3              the result: a number per lane (space-separated), or Scheme data
+//!                          (a tensor as the text that builds it: `[1 2]`, `(mat [1 2] [3 4])`)
 //! ; exact                  numbers must match to the last bit (as printed)
 //! ; grad: a=0.5 x=-1,-1    per-lane gradients
 //! ; error: type            the walk must fail with this kind …
 //! ; error-at: 1:6          … at this line:column
+//! ;; any text              a description
 //! ```
 
 use libtest_mimic::{Arguments, Failed, Trial};
@@ -63,6 +65,9 @@ fn number(t: &str) -> Result<f64, Failed> {
 fn parse_spec(src: &str) -> Result<Spec, Failed> {
     let mut s = Spec::default();
     for line in src.lines().take_while(|l| l.starts_with(';')) {
+        if line.starts_with(";;") {
+            continue; // a description
+        }
         let line = line.trim_start_matches(';').trim();
         let (key, rest) = line
             .split_once(':')
@@ -174,6 +179,22 @@ fn check<R: Real>(src: &str, spec: &Spec) -> Result<(), Failed> {
                         .collect::<Result<_, _>>()?;
                     compare("result", ys, &want, spec.exact, 1e-6)?;
                 }
+                Output::Vector(rows) if rows.len() == 1 => {
+                    let got = format!("[{}]", join(&rows[0]));
+                    if got != want {
+                        return Err(format!("expected {want}, got {got}").into());
+                    }
+                }
+                Output::Matrix { cols, data, .. } if data.len() == 1 => {
+                    let rows: Vec<String> = data[0]
+                        .chunks(*cols)
+                        .map(|r| format!("[{}]", join(r)))
+                        .collect();
+                    let got = format!("(mat {})", rows.join(" "));
+                    if got != want {
+                        return Err(format!("expected {want}, got {got}").into());
+                    }
+                }
                 Output::Data(d) if d.len() == 1 => {
                     if d[0] != want {
                         return Err(format!("expected {want}, got {}", d[0]).into());
@@ -192,6 +213,15 @@ fn check<R: Real>(src: &str, spec: &Spec) -> Result<(), Failed> {
             Ok(())
         }
     }
+}
+
+/// Numbers as the CLI prints them, space-separated.
+fn join<R: Real>(xs: &[R]) -> String {
+    let items: Vec<String> = xs
+        .iter()
+        .map(|&x| ndvm_engine::eval::format_number(x))
+        .collect();
+    items.join(" ")
 }
 
 fn compare<R: Real>(

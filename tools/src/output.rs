@@ -18,6 +18,10 @@ pub fn number<R: Real>(x: R) -> Value {
 pub fn to_json<R: Real>(e: &Evaluation<R>, timing: Option<(f64, usize)>) -> Value {
     let result = match &e.result {
         Output::Numbers(xs) => Value::Array(xs.iter().map(|&x| number(x)).collect()),
+        Output::Vector(data) => json!({
+            "shape": [data.first().map_or(0, Vec::len)],
+            "data": data.iter().map(|d| d.iter().map(|&x| number(x)).collect::<Vec<_>>()).collect::<Vec<_>>(),
+        }),
         Output::Matrix { rows, cols, data } => json!({
             "shape": [rows, cols],
             "data": data.iter().map(|d| d.iter().map(|&x| number(x)).collect::<Vec<_>>()).collect::<Vec<_>>(),
@@ -50,6 +54,10 @@ pub fn table<R: Real>(e: &Evaluation<R>) -> String {
         let mut row = vec![lane.to_string()];
         row.push(match &e.result {
             Output::Numbers(xs) => format_number(xs[lane]),
+            Output::Vector(data) => {
+                let items: Vec<String> = data[lane].iter().map(|&x| format_number(x)).collect();
+                format!("[{}]", items.join(" "))
+            }
             Output::Matrix { rows, cols, data } => {
                 let d = &data[lane];
                 let rows_text: Vec<String> = (0..*rows)

@@ -1,7 +1,6 @@
 //! The documentation's examples run: every ```scheme block of `docs/language.md` ending in
 //! `;; => RESULT` must print RESULT, and every example program under `docs/examples` must run.
 
-use ndvm_engine::eval::format_number;
 use ndvm_engine::prelude::*;
 use std::path::Path;
 
@@ -9,14 +8,12 @@ fn docs() -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs")
 }
 
+/// The result as the CLI writes it (tensors as the program text that builds them).
 fn printed(src: &str) -> Result<String> {
     let program = Program::new(src, &[])?;
-    let out = evaluate(&mut Vm::<f32>::default(), &program, &Bindings::new(), false)?;
-    Ok(match out.result {
-        Output::Numbers(xs) => format_number(xs[0]),
-        Output::Data(d) => d[0].clone(),
-        Output::Matrix { .. } => "<matrix>".into(),
-    })
+    let mut vm = Vm::<f32>::default();
+    let v = vm.eval(&program, &Bindings::new(), false)?;
+    Ok(vm.render(&program, v, 0))
 }
 
 #[test]

@@ -30,6 +30,7 @@ macro_rules! per_op {
             Op::Ceiling => $body!(Op::Ceiling),
             Op::Round => $body!(Op::Round),
             Op::Truncate => $body!(Op::Truncate),
+            Op::Copy => $body!(Op::Copy),
             Op::Add => $body!(Op::Add),
             Op::Add0 => $body!(Op::Add0),
             Op::Sub => $body!(Op::Sub),
@@ -41,8 +42,22 @@ macro_rules! per_op {
             Op::Modulo => $body!(Op::Modulo),
             Op::Remainder => $body!(Op::Remainder),
             Op::Atan2 => $body!(Op::Atan2),
-            // Merges are written by the walk and differentiated by the backward pass directly.
-            Op::Select => {}
+            // Merges are written by the walk and differentiated by the backward pass directly;
+            // linear algebra has its own kernels (`prims::linalg`).
+            Op::Select
+            | Op::Dot
+            | Op::Cross
+            | Op::Norm
+            | Op::Normalize
+            | Op::VSum
+            | Op::Trace
+            | Op::Transpose
+            | Op::MatMul
+            | Op::MatVec
+            | Op::Outer
+            | Op::Det
+            | Op::LogDet
+            | Op::Inv => {}
         }
     };
 }

@@ -3,12 +3,14 @@
 //! Every primitive has an id ([`Prim`]), a name and an arity; the decoder resolves names to ids
 //! once. Numeric primitives are defined in [`scalar`] as a forward formula and a vector-Jacobian
 //! product, run over lanes by [`kernels`] (with [`fastmath`] for f32 `exp`/`sin`/`cos`);
-//! comparisons are in [`compare`], list helpers in [`lists`]; the prelude procedures that call
+//! comparisons are in [`compare`], list helpers in [`lists`], the tensor
+//! primitives that are not elementwise in [`linalg`]; the prelude procedures that call
 //! back into the program (`map`, `filter`, the folds, `apply`) are driven by the walk.
 
 pub mod compare;
 pub mod fastmath;
 pub mod kernels;
+pub mod linalg;
 pub mod lists;
 pub mod scalar;
 
@@ -58,6 +60,11 @@ prims! {
     Cdaar = "cdaar", 1, 1; Cdadr = "cdadr", 1, 1; Cddar = "cddar", 1, 1; Cdddr = "cdddr", 1, 1;
     Map = "map", 2, N; Filter = "filter", 2, 2; FoldLeft = "fold-left", 3, 3; FoldRight = "fold-right", 3, 3;
     Reduce = "reduce", 3, 3; Assoc = "assoc", 2, 2; Member = "member", 2, 2;
+    Vec = "vec", 1, N; Mat = "mat", 1, N; Ref = "ref", 2, 2; VLen = "vlen", 1, 1; VSum = "vsum", 1, 1;
+    Dot = "dot", 2, 2; Cross = "cross", 2, 2; Norm = "norm", 1, 1; Normalize = "normalize", 1, 1;
+    Scale = "scale", 2, 2; Outer = "outer", 2, 2; MatVec = "matvec", 2, 2; MatMul = "matmul", 2, 2;
+    Transpose = "transpose", 1, 1; Trace = "trace", 1, 1; Det = "det", 1, 1; LogDet = "logdet", 1, 1;
+    Inv = "inv", 1, 1; Eye = "eye", 1, 1; Zeros = "zeros", 1, 1; Ones = "ones", 1, 1;
 }
 
 impl Prim {
@@ -129,35 +136,10 @@ pub fn unsupported(name: &str) -> Option<&'static str> {
         "display",
         "newline",
     ];
-    const TENSORS: &[&str] = &[
-        "vec",
-        "mat",
-        "ref",
-        "dot",
-        "cross",
-        "norm",
-        "normalize",
-        "vsum",
-        "vlen",
-        "scale",
-        "matvec",
-        "matmul",
-        "transpose",
-        "trace",
-        "det",
-        "logdet",
-        "inv",
-        "outer",
-        "eye",
-        "zeros",
-        "ones",
-    ];
     if MUTATION.contains(&name) {
         Some("is not supported: ndvm has no mutation")
     } else if FORMS.contains(&name) {
         Some("is not supported by the ndvm dialect")
-    } else if TENSORS.contains(&name) {
-        Some("is a vector/matrix primitive, which this build does not support yet")
     } else {
         None
     }

@@ -31,6 +31,8 @@ pub enum Op {
     Ceiling,
     Round,
     Truncate,
+    /// The identity: copies a number into a tensor element (`vec`, `mat`, `transpose` rows).
+    Copy,
     // binary
     Add,
     /// `(0 + a) + b`: the first step of a variadic `+`, which folds from 0 (LANGUAGE.md §6.1).
@@ -47,6 +49,21 @@ pub enum Op {
     /// The per-lane merge of a split branch: the then-lanes take `a`, the else-lanes `b`. Its
     /// lane sets live on the tape node; the walk and the backward pass handle it directly.
     Select,
+    // Linear algebra over whole tensors (LANGUAGE.md §6.5–§6.6): not elementwise, so the lane
+    // kernels skip them; [`crate::prims::linalg`] runs them and their VJPs.
+    Dot,
+    Cross,
+    Norm,
+    Normalize,
+    VSum,
+    Trace,
+    Transpose,
+    MatMul,
+    MatVec,
+    Outer,
+    Det,
+    LogDet,
+    Inv,
 }
 
 impl Op {
@@ -61,6 +78,7 @@ impl Op {
                 | Op::Ceiling
                 | Op::Round
                 | Op::Truncate
+                | Op::Copy
                 | Op::Add
                 | Op::Add0
                 | Op::Sub
@@ -72,7 +90,12 @@ impl Op {
     }
 
     pub fn is_binary(self) -> bool {
-        self as u8 >= Op::Add as u8
+        (Op::Add as u8..=Op::Atan2 as u8).contains(&(self as u8))
+    }
+
+    /// Whether this is a linear-algebra op (run by [`crate::prims::linalg`], not elementwise).
+    pub fn is_linalg(self) -> bool {
+        self as u8 > Op::Select as u8
     }
 
     pub fn name(self) -> &'static str {
@@ -104,7 +127,21 @@ impl Op {
             Op::Max => "max",
             Op::Modulo => "modulo",
             Op::Remainder => "remainder",
+            Op::Copy => "vec",
             Op::Select => "if",
+            Op::Dot => "dot",
+            Op::Cross => "cross",
+            Op::Norm => "norm",
+            Op::Normalize => "normalize",
+            Op::VSum => "vsum",
+            Op::Trace => "trace",
+            Op::Transpose => "transpose",
+            Op::MatMul => "matmul",
+            Op::MatVec => "matvec",
+            Op::Outer => "outer",
+            Op::Det => "det",
+            Op::LogDet => "logdet",
+            Op::Inv => "inv",
         }
     }
 
@@ -130,6 +167,7 @@ impl Op {
             Op::Ceiling => x.ceil(),
             Op::Round => round_even(x),
             Op::Truncate => x.trunc(),
+            Op::Copy => x,
             _ => R::nan(),
         }
     }
@@ -217,6 +255,7 @@ impl Op {
                 }
             }
             Op::Square => (g + g) * x,
+            Op::Copy => g,
             _ => R::zero(),
         }
     }

@@ -216,14 +216,17 @@ impl<R: Real> Vm<R> {
         if a.len() == 2
             && let Some(op) = binary(p)
         {
-            self.expect_numbers(program, node, p, a)?;
-            return self.num2(program, node, op, a[0], a[1]);
+            self.expect_numeric(program, node, p, a)?;
+            return self.binary(program, node, op, a[0], a[1]);
         }
         if a.len() == 1
             && let Some(op) = unary(p)
         {
-            self.expect_numbers(program, node, p, a)?;
-            return self.num1(program, node, op, a[0]);
+            self.expect_numeric(program, node, p, a)?;
+            return self.unary(program, node, op, a[0]);
+        }
+        if let Some(v) = self.tensor_prim(program, node, p, a)? {
+            return Ok(v);
         }
         if let Some(cmp) = Cmp::from_prim(p) {
             self.expect_numbers(program, node, p, a)?;

@@ -56,8 +56,8 @@ impl<R: Real> Vm<R> {
                 work.push((xa, ya));
                 continue;
             }
-            let r = if x.tag == tag::MATRIX && y.tag == tag::MATRIX {
-                self.equal_matrices(program, node, x, y)?
+            let r = if x.is_tensor() && y.is_tensor() {
+                self.equal_tensors(program, node, x, y)?
             } else {
                 self.eqv(program, node, x, y)?
             };
@@ -79,20 +79,23 @@ impl<R: Real> Vm<R> {
         }
     }
 
-    fn equal_matrices(
+    /// Two tensors are `equal?` in a lane when they have one shape and equal elements there.
+    fn equal_tensors(
         &mut self,
         program: &Program,
         node: NodeId,
         x: Value,
         y: Value,
     ) -> Result<Value> {
-        if self.shapes[x.aux as usize] != self.shapes[y.aux as usize] {
+        let (Some(sx), Some(sy)) = (self.shape(x), self.shape(y)) else {
+            return Ok(Value::FALSE);
+        };
+        if sx != sy {
             return Ok(Value::FALSE);
         }
-        let (r, c) = self.shapes[x.aux as usize];
         let lanes = self.payload.lanes;
         let mut same = vec![true; lanes];
-        for e in 0..r * c {
+        for e in 0..sx.len() {
             let xs = self.payload.lane_values(x.slot + e);
             let ys = self.payload.lane_values(y.slot + e);
             for ((o, &u), &v) in same.iter_mut().zip(xs).zip(ys) {

@@ -149,13 +149,11 @@ impl<R: Real> Vm<R> {
             }
             return self.make_bool(program, st.node, &out);
         }
-        if a.tag == tag::MATRIX
-            && b.tag == tag::MATRIX
-            && self.shapes[a.aux as usize] == self.shapes[b.aux as usize]
+        if let (Some(sa), Some(sb)) = (self.shape(a), self.shape(b))
+            && sa == sb
         {
-            let (r, c) = self.shapes[a.aux as usize];
             let first = self.payload.slots() as u32;
-            for e in 0..r * c {
+            for e in 0..sa.len() {
                 self.select(
                     program,
                     st,
@@ -163,20 +161,9 @@ impl<R: Real> Vm<R> {
                     Value::lanes(b.slot + e),
                 )?;
             }
-            return Ok(Value {
-                tag: tag::MATRIX,
-                aux: a.aux,
-                slot: first,
-            });
+            return Ok(self.tensor(sa, first));
         }
-        let describe = |v: Value| match v.tag {
-            tag::MATRIX => {
-                let (r, c) = self.shapes[v.aux as usize];
-                format!("a [{r},{c}] matrix")
-            }
-            _ => v.kind_name().to_string(),
-        };
-        let (da, db) = (describe(a), describe(b));
+        let (da, db) = (self.describe(a), self.describe(b));
         let why = if da == db {
             format!(
                 "different {}s",

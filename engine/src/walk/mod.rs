@@ -13,6 +13,7 @@ pub mod kont;
 mod merge;
 mod native;
 mod numeric;
+mod tensor;
 
 use crate::bindings::{Bindings, Input};
 use crate::error::{Error, ErrorKind, Result};
@@ -78,6 +79,8 @@ pub struct Vm<R: Real> {
     scratch: (Vec<bool>, Vec<bool>),
     /// Buffers for kernels over scattered lane subsets.
     pub(crate) gather: crate::prims::kernels::Gather<R>,
+    /// Scratch for the linear-algebra kernels.
+    pub(crate) work: crate::prims::linalg::Work<R>,
 }
 
 impl<R: Real> Default for Vm<R> {
@@ -109,6 +112,7 @@ impl<R: Real> Vm<R> {
             active: ALL,
             scratch: (Vec::new(), Vec::new()),
             gather: Default::default(),
+            work: Default::default(),
         }
     }
 
@@ -181,12 +185,18 @@ impl<R: Real> Vm<R> {
                     for (e, &x) in data.iter().enumerate() {
                         self.payload.lane_values_mut(s + e as u32).fill(x);
                     }
-                    self.shapes.push((*rows as u32, *cols as u32));
-                    Value {
-                        tag: tag::MATRIX,
-                        aux: (self.shapes.len() - 1) as u32,
-                        slot: s,
+                    let shape = crate::value::Shape::Matrix(*rows as u32, *cols as u32);
+                    self.tensor(shape, s)
+                }
+                Input::LaneMatrices { rows, cols, data } => {
+                    let s = self.alloc_slots(program, rows * cols, program.root)?;
+                    for (l, m) in data.iter().enumerate().take(lanes) {
+                        for (e, &x) in m.iter().enumerate() {
+                            self.payload.lane_values_mut(s + e as u32)[l] = x;
+                        }
                     }
+                    let shape = crate::value::Shape::Matrix(*rows as u32, *cols as u32);
+                    self.tensor(shape, s)
                 }
             };
             self.inputs.push(v);

@@ -26,20 +26,15 @@ impl<R: Real> Vm<R> {
     ) -> Result<()> {
         for (i, v) in a.iter().enumerate() {
             if !v.is_number() {
-                let kind = if v.tag == tag::MATRIX {
-                    ErrorKind::Shape
-                } else {
-                    ErrorKind::Type
-                };
                 return Err(self.error(
                     program,
                     node,
-                    kind,
+                    ErrorKind::Type,
                     format!(
                         "`{}`: operand {} must be a number, got {}",
                         p.name(),
                         i + 1,
-                        v.kind_name()
+                        self.describe(*v)
                     ),
                 ));
             }
@@ -47,7 +42,8 @@ impl<R: Real> Vm<R> {
         Ok(())
     }
 
-    /// Variadic `+ - * /`, folding left pairwise (LANGUAGE.md §6.1).
+    /// Variadic `+ - * /`, folding left pairwise (LANGUAGE.md §6.1); tensors combine
+    /// elementwise with broadcasting (§6.7).
     pub(super) fn arithmetic(
         &mut self,
         program: &Program,
@@ -55,24 +51,24 @@ impl<R: Real> Vm<R> {
         p: Prim,
         a: &[Value],
     ) -> Result<Value> {
-        self.expect_numbers(program, node, p, a)?;
+        self.expect_numeric(program, node, p, a)?;
         let zero = Value::constant(R::zero());
         let one = Value::constant(R::one());
         let (op, first) = match (p, a.len()) {
             (Prim::Add, 0) => return Ok(zero),
             (Prim::Mul, 0) => return Ok(one),
-            (Prim::Add, 1) => return self.num2(program, node, Op::Add, zero, a[0]),
+            (Prim::Add, 1) => return self.binary(program, node, Op::Add, zero, a[0]),
             (Prim::Mul, 1) => return Ok(a[0]),
-            (Prim::Sub, 1) => return self.num2(program, node, Op::Sub, zero, a[0]),
-            (Prim::Div, 1) => return self.num2(program, node, Op::Div, one, a[0]),
+            (Prim::Sub, 1) => return self.binary(program, node, Op::Sub, zero, a[0]),
+            (Prim::Div, 1) => return self.binary(program, node, Op::Div, one, a[0]),
             (Prim::Add, _) => (Op::Add, Op::Add0),
             (Prim::Sub, _) => (Op::Sub, Op::Sub),
             (Prim::Mul, _) => (Op::Mul, Op::Mul),
             _ => (Op::Div, Op::Div),
         };
-        let mut acc = self.num2(program, node, first, a[0], a[1])?;
+        let mut acc = self.binary(program, node, first, a[0], a[1])?;
         for &x in &a[2..] {
-            acc = self.num2(program, node, op, acc, x)?;
+            acc = self.binary(program, node, op, acc, x)?;
         }
         Ok(acc)
     }

@@ -1,0 +1,185 @@
+//! Linear-algebra kernels: forward values and VJPs of the tensor primitives that are not
+//! elementwise (LANGUAGE.md §6.5–§6.6).
+//!
+//! A tensor's elements sit in consecutive payload slots, element-major and lane-minor: element
+//! `e` of lane `l` of the tensor at slot `t` is at `(t + e) * B + l`. Every kernel therefore works
+//! on lane slices — "element e over lanes s..e" — and the loops over lanes vectorize. A kernel
+//! runs over one lane range at a time; the walk and the backward pass call it for every range of
+//! the active lane layout, so a node touches only the lanes that were active when it ran.
+//!
+//! Reductions accumulate in increasing index order (§7). VJPs reuse what the forward computed:
+//! above 3x3, `det` keeps its cofactor matrix and `logdet` its inverse in extra slots after the
+//! result; `normalize` keeps its norm; `inv` differentiates through its own output. With one lane
+//! (B = 1) a tensor's elements are contiguous and the `*_one` kernels index them directly, with
+//! the same arithmetic in the same order, so a lane alone and the same lane in a batch agree bit
+//! for bit.
+//!
+//! - [`products`]: `dot`, `vsum`, `trace`, `transpose`, `matmul`, `matvec`, `outer`;
+//! - [`geometry`]: `cross`, `norm`, `normalize`;
+//! - [`solve`]: `det`, `logdet`, `inv` (closed forms up to 3x3, LU with partial pivoting above).
+
+pub mod geometry;
+pub mod products;
+pub mod solve;
+
+use super::scalar::Op;
+use crate::real::Real;
+use std::ops::Range;
+
+/// One linear-algebra application: the op, its slots and its sizes.
+///
+/// Sizes by op: `dot`/`norm`/`normalize`/`vsum` — `n`; `cross` — 3; `trace`/`transpose` — an
+/// `m×n` operand; `matmul` — `m×k` by `k×n`; `matvec` — `m×k` by `k`; `outer` — `m` by `n`;
+/// `det`/`logdet`/`inv` — `n×n`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LinNode {
+    pub op: Op,
+    pub out: u32,
+    /// The first operand.
+    pub a: u32,
+    /// The second operand, or for `normalize`, `det` and `logdet` the extra slots their VJPs read.
+    pub b: u32,
+    pub m: u32,
+    pub k: u32,
+    pub n: u32,
+}
+
+impl LinNode {
+    /// The number of elements of the result.
+    pub fn out_len(&self) -> u32 {
+        let (m, n) = (self.m, self.n);
+        match self.op {
+            Op::Dot | Op::Norm | Op::VSum | Op::Trace | Op::Det | Op::LogDet => 1,
+            Op::Cross => 3,
+            Op::Normalize => n,
+            Op::Transpose | Op::Outer => m * n,
+            Op::MatMul => m * n,
+            Op::MatVec => m,
+            Op::Inv => n * n,
+            _ => 1,
+        }
+    }
+
+    /// Extra slots after the result: `normalize` keeps its norm (always), `det` its cofactor
+    /// matrix and `logdet` its inverse (only when recording, for the VJP).
+    pub fn extra_len(&self, record: bool) -> u32 {
+        match self.op {
+            Op::Normalize => 1,
+            Op::Det | Op::LogDet if record && self.n > 3 => self.n * self.n,
+            _ => 0,
+        }
+    }
+}
+
+/// Lane slices of element `e` of the tensor at `slot` (slot relative to the slice's start).
+#[derive(Clone, Copy, Debug)]
+pub struct Lanes {
+    /// The batch width B.
+    pub b: usize,
+    /// The lane range.
+    pub s: usize,
+    pub e: usize,
+}
+
+impl Lanes {
+    #[inline(always)]
+    pub fn at(&self, slot: u32, el: u32) -> Range<usize> {
+        let o = (slot + el) as usize * self.b;
+        o + self.s..o + self.e
+    }
+
+    pub fn len(&self) -> usize {
+        self.e - self.s
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.e == self.s
+    }
+}
+
+/// Reusable scratch buffers for kernels that need temporaries.
+#[derive(Debug, Default)]
+pub struct Work<R> {
+    pub(crate) a: Vec<R>,
+    pub(crate) b: Vec<R>,
+    pub(crate) c: Vec<R>,
+    pub(crate) d: Vec<R>,
+}
+
+/// Runs `node` forward over lanes `ln`; `x` is the whole primal buffer. With `record`, also
+/// fills the extra slots its VJP reads.
+pub fn forward<R: Real>(node: &LinNode, x: &mut [R], ln: Lanes, record: bool, w: &mut Work<R>) {
+    let (src, dst) = x.split_at_mut(node.out as usize * ln.b);
+    if ln.b == 1 && node.op != Op::Normalize {
+        match node.op {
+            Op::Dot
+            | Op::VSum
+            | Op::Trace
+            | Op::Transpose
+            | Op::MatMul
+            | Op::MatVec
+            | Op::Outer => return products::forward_one(node, src, dst),
+            Op::Cross | Op::Norm => return geometry::forward_one(node, src, dst),
+            _ => {}
+        }
+    }
+    match node.op {
+        Op::Dot | Op::VSum | Op::Trace | Op::Transpose | Op::MatMul | Op::MatVec | Op::Outer => {
+            products::forward(node, src, dst, ln)
+        }
+        Op::Cross | Op::Norm | Op::Normalize => geometry::forward(node, src, dst, ln),
+        Op::Det | Op::LogDet | Op::Inv => solve::forward(node, src, dst, ln, record, w),
+        _ => {}
+    }
+}
+
+/// Accumulates `node`'s VJP over lanes `ln` into the operands' adjoints.
+pub fn vjp<R: Real>(node: &LinNode, x: &[R], adj: &mut [R], ln: Lanes, w: &mut Work<R>) {
+    if ln.b == 1 {
+        match node.op {
+            Op::Dot
+            | Op::VSum
+            | Op::Trace
+            | Op::Transpose
+            | Op::MatMul
+            | Op::MatVec
+            | Op::Outer => return products::vjp_one(node, x, adj),
+            Op::Cross | Op::Norm => return geometry::vjp_one(node, x, adj),
+            _ => {}
+        }
+    }
+    // Operands are always allocated before the result: their adjoints lie below it.
+    let (lo, hi) = adj.split_at_mut(node.out as usize * ln.b);
+    match node.op {
+        Op::Dot | Op::VSum | Op::Trace | Op::Transpose | Op::MatMul | Op::MatVec | Op::Outer => {
+            products::vjp(node, x, lo, hi, ln)
+        }
+        Op::Cross | Op::Norm | Op::Normalize => geometry::vjp(node, x, lo, hi, ln, &mut w.a),
+        Op::Det | Op::LogDet | Op::Inv => solve::vjp(node, x, lo, hi, ln, w),
+        _ => {}
+    }
+}
+
+/// `o = a * b` over lanes.
+#[inline(always)]
+pub(crate) fn set_mul<R: Real>(o: &mut [R], a: &[R], b: &[R]) {
+    for ((o, &a), &b) in o.iter_mut().zip(a).zip(b) {
+        *o = a * b;
+    }
+}
+
+/// `o += a * b` over lanes.
+#[inline(always)]
+pub(crate) fn add_mul<R: Real>(o: &mut [R], a: &[R], b: &[R]) {
+    for ((o, &a), &b) in o.iter_mut().zip(a).zip(b) {
+        *o = *o + a * b;
+    }
+}
+
+/// `o += a` over lanes.
+#[inline(always)]
+pub(crate) fn add<R: Real>(o: &mut [R], a: &[R]) {
+    for (o, &a) in o.iter_mut().zip(a) {
+        *o = *o + a;
+    }
+}

@@ -1,0 +1,314 @@
+//! Products and reductions: `dot`, `vsum`, `trace`, `transpose`, `matmul`, `matvec`, `outer`.
+//!
+//! Each forward writes the result's elements from lane slices of the operands; each VJP adds
+//! into the operands' adjoints (`lo`) from the result's adjoint (`hi`, slot 0 is the result).
+//! Sums run in increasing index order starting from the first term.
+
+use super::{Lanes, LinNode, add, add_mul, set_mul};
+use crate::prims::scalar::Op;
+use crate::real::Real;
+
+pub fn forward<R: Real>(node: &LinNode, src: &[R], dst: &mut [R], ln: Lanes) {
+    let (a, b, m, k, n) = (node.a, node.b, node.m, node.k, node.n);
+    match node.op {
+        Op::Dot => {
+            let o = &mut dst[ln.at(0, 0)];
+            set_mul(o, &src[ln.at(a, 0)], &src[ln.at(b, 0)]);
+            for j in 1..n {
+                add_mul(o, &src[ln.at(a, j)], &src[ln.at(b, j)]);
+            }
+        }
+        Op::VSum => {
+            let o = &mut dst[ln.at(0, 0)];
+            o.copy_from_slice(&src[ln.at(a, 0)]);
+            for j in 1..n {
+                add(o, &src[ln.at(a, j)]);
+            }
+        }
+        Op::Trace => {
+            let o = &mut dst[ln.at(0, 0)];
+            o.copy_from_slice(&src[ln.at(a, 0)]);
+            for i in 1..m.min(n) {
+                add(o, &src[ln.at(a, i * n + i)]);
+            }
+        }
+        Op::Transpose => {
+            for i in 0..m {
+                for j in 0..n {
+                    dst[ln.at(0, j * m + i)].copy_from_slice(&src[ln.at(a, i * n + j)]);
+                }
+            }
+        }
+        Op::MatMul => {
+            for i in 0..m {
+                for j in 0..n {
+                    let o = &mut dst[ln.at(0, i * n + j)];
+                    set_mul(o, &src[ln.at(a, i * k)], &src[ln.at(b, j)]);
+                    for kk in 1..k {
+                        add_mul(o, &src[ln.at(a, i * k + kk)], &src[ln.at(b, kk * n + j)]);
+                    }
+                }
+            }
+        }
+        Op::MatVec => {
+            for i in 0..m {
+                let o = &mut dst[ln.at(0, i)];
+                set_mul(o, &src[ln.at(a, i * k)], &src[ln.at(b, 0)]);
+                for kk in 1..k {
+                    add_mul(o, &src[ln.at(a, i * k + kk)], &src[ln.at(b, kk)]);
+                }
+            }
+        }
+        Op::Outer => {
+            for i in 0..m {
+                for j in 0..n {
+                    set_mul(
+                        &mut dst[ln.at(0, i * n + j)],
+                        &src[ln.at(a, i)],
+                        &src[ln.at(b, j)],
+                    );
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+pub fn vjp<R: Real>(node: &LinNode, x: &[R], lo: &mut [R], hi: &[R], ln: Lanes) {
+    let (a, b, m, k, n) = (node.a, node.b, node.m, node.k, node.n);
+    match node.op {
+        Op::Dot => {
+            let g = &hi[ln.at(0, 0)];
+            for j in 0..n {
+                add_mul(&mut lo[ln.at(a, j)], g, &x[ln.at(b, j)]);
+            }
+            for j in 0..n {
+                add_mul(&mut lo[ln.at(b, j)], g, &x[ln.at(a, j)]);
+            }
+        }
+        Op::VSum => {
+            let g = &hi[ln.at(0, 0)];
+            for j in 0..n {
+                add(&mut lo[ln.at(a, j)], g);
+            }
+        }
+        Op::Trace => {
+            let g = &hi[ln.at(0, 0)];
+            for i in 0..m.min(n) {
+                add(&mut lo[ln.at(a, i * n + i)], g);
+            }
+        }
+        Op::Transpose => {
+            for i in 0..m {
+                for j in 0..n {
+                    add(&mut lo[ln.at(a, i * n + j)], &hi[ln.at(0, j * m + i)]);
+                }
+            }
+        }
+        Op::MatMul => {
+            // Ā += G·Bᵀ, then B̄ += Aᵀ·G.
+            for i in 0..m {
+                for kk in 0..k {
+                    let o = &mut lo[ln.at(a, i * k + kk)];
+                    for j in 0..n {
+                        add_mul(o, &hi[ln.at(0, i * n + j)], &x[ln.at(b, kk * n + j)]);
+                    }
+                }
+            }
+            for kk in 0..k {
+                for j in 0..n {
+                    let o = &mut lo[ln.at(b, kk * n + j)];
+                    for i in 0..m {
+                        add_mul(o, &x[ln.at(a, i * k + kk)], &hi[ln.at(0, i * n + j)]);
+                    }
+                }
+            }
+        }
+        Op::MatVec => {
+            // Ā += G·vᵀ, then v̄ += Aᵀ·G.
+            for i in 0..m {
+                let g = &hi[ln.at(0, i)];
+                for kk in 0..k {
+                    add_mul(&mut lo[ln.at(a, i * k + kk)], g, &x[ln.at(b, kk)]);
+                }
+            }
+            for kk in 0..k {
+                let o = &mut lo[ln.at(b, kk)];
+                for i in 0..m {
+                    add_mul(o, &x[ln.at(a, i * k + kk)], &hi[ln.at(0, i)]);
+                }
+            }
+        }
+        Op::Outer => {
+            // ā += G·b, then b̄ += Gᵀ·a.
+            for i in 0..m {
+                let o = &mut lo[ln.at(a, i)];
+                for j in 0..n {
+                    add_mul(o, &hi[ln.at(0, i * n + j)], &x[ln.at(b, j)]);
+                }
+            }
+            for j in 0..n {
+                let o = &mut lo[ln.at(b, j)];
+                for i in 0..m {
+                    add_mul(o, &hi[ln.at(0, i * n + j)], &x[ln.at(a, i)]);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// One lane (B = 1): each operand's elements are contiguous, so the kernels index them directly.
+/// The arithmetic and its order are those of [`forward`], so results are bit-identical.
+pub fn forward_one<R: Real>(node: &LinNode, src: &[R], o: &mut [R]) {
+    let (m, k, n) = (node.m as usize, node.k as usize, node.n as usize);
+    let a = &src[node.a as usize..];
+    let b = src.get(node.b as usize..).unwrap_or(&[]);
+    match node.op {
+        Op::Dot => {
+            let mut s = a[0] * b[0];
+            for j in 1..n {
+                s = s + a[j] * b[j];
+            }
+            o[0] = s;
+        }
+        Op::VSum => {
+            let mut s = a[0];
+            for &v in &a[1..n] {
+                s = s + v;
+            }
+            o[0] = s;
+        }
+        Op::Trace => {
+            let mut s = a[0];
+            for i in 1..m.min(n) {
+                s = s + a[i * n + i];
+            }
+            o[0] = s;
+        }
+        Op::Transpose => {
+            for i in 0..m {
+                for j in 0..n {
+                    o[j * m + i] = a[i * n + j];
+                }
+            }
+        }
+        Op::MatMul => {
+            for i in 0..m {
+                for j in 0..n {
+                    let mut s = a[i * k] * b[j];
+                    for kk in 1..k {
+                        s = s + a[i * k + kk] * b[kk * n + j];
+                    }
+                    o[i * n + j] = s;
+                }
+            }
+        }
+        Op::MatVec => {
+            for i in 0..m {
+                let mut s = a[i * k] * b[0];
+                for kk in 1..k {
+                    s = s + a[i * k + kk] * b[kk];
+                }
+                o[i] = s;
+            }
+        }
+        Op::Outer => {
+            for i in 0..m {
+                for j in 0..n {
+                    o[i * n + j] = a[i] * b[j];
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The VJPs of [`vjp`] for one lane (B = 1), in the same order; `adj` is the whole adjoint.
+pub fn vjp_one<R: Real>(node: &LinNode, x: &[R], adj: &mut [R]) {
+    let (m, k, n) = (node.m as usize, node.k as usize, node.n as usize);
+    let (a, b, out) = (node.a as usize, node.b as usize, node.out as usize);
+    let g = |adj: &[R], e: usize| adj[out + e];
+    match node.op {
+        Op::Dot => {
+            let g = g(adj, 0);
+            for j in 0..n {
+                adj[a + j] = adj[a + j] + g * x[b + j];
+            }
+            for j in 0..n {
+                adj[b + j] = adj[b + j] + g * x[a + j];
+            }
+        }
+        Op::VSum => {
+            let g = g(adj, 0);
+            for j in 0..n {
+                adj[a + j] = adj[a + j] + g;
+            }
+        }
+        Op::Trace => {
+            let g = g(adj, 0);
+            for i in 0..m.min(n) {
+                adj[a + i * n + i] = adj[a + i * n + i] + g;
+            }
+        }
+        Op::Transpose => {
+            for i in 0..m {
+                for j in 0..n {
+                    adj[a + i * n + j] = adj[a + i * n + j] + g(adj, j * m + i);
+                }
+            }
+        }
+        Op::MatMul => {
+            for i in 0..m {
+                for kk in 0..k {
+                    let mut s = adj[a + i * k + kk];
+                    for j in 0..n {
+                        s = s + g(adj, i * n + j) * x[b + kk * n + j];
+                    }
+                    adj[a + i * k + kk] = s;
+                }
+            }
+            for kk in 0..k {
+                for j in 0..n {
+                    let mut s = adj[b + kk * n + j];
+                    for i in 0..m {
+                        s = s + x[a + i * k + kk] * g(adj, i * n + j);
+                    }
+                    adj[b + kk * n + j] = s;
+                }
+            }
+        }
+        Op::MatVec => {
+            for i in 0..m {
+                let gi = g(adj, i);
+                for kk in 0..k {
+                    adj[a + i * k + kk] = adj[a + i * k + kk] + gi * x[b + kk];
+                }
+            }
+            for kk in 0..k {
+                let mut s = adj[b + kk];
+                for i in 0..m {
+                    s = s + x[a + i * k + kk] * g(adj, i);
+                }
+                adj[b + kk] = s;
+            }
+        }
+        Op::Outer => {
+            for i in 0..m {
+                let mut s = adj[a + i];
+                for j in 0..n {
+                    s = s + g(adj, i * n + j) * x[b + j];
+                }
+                adj[a + i] = s;
+            }
+            for j in 0..n {
+                let mut s = adj[b + j];
+                for i in 0..m {
+                    s = s + g(adj, i * n + j) * x[a + i];
+                }
+                adj[b + j] = s;
+            }
+        }
+        _ => {}
+    }
+}

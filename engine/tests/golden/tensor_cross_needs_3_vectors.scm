@@ -1,0 +1,2 @@
+; error: shape
+(cross [1 2] [3 4])

@@ -1,0 +1,2 @@
+; expect: -inf.0
+(logdet (mat [1 2] [2 4]))

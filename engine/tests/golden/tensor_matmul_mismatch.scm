@@ -1,0 +1,3 @@
+; error: shape
+; error-at: 3:1
+(matmul (mat [1 2]) (mat [1 2]))

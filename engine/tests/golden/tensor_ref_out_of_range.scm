@@ -1,0 +1,3 @@
+; error: shape
+; error-at: 3:1
+(ref [1 2 3] 3)

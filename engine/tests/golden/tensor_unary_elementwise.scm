@@ -1,0 +1,2 @@
+; expect: (mat [2 3])
+(sqrt (mat [4 9]))

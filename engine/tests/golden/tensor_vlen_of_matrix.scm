@@ -1,0 +1,2 @@
+; error: shape
+(vlen (mat [1 2]))

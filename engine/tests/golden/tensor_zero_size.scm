@@ -1,0 +1,2 @@
+; error: shape
+(zeros 0.5)
