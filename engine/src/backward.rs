@@ -24,9 +24,30 @@ pub fn backward<R: Real>(
     seeds: std::ops::Range<u32>,
 ) {
     let lanes = payload.lanes;
-    payload.adjoint.clear();
-    payload.adjoint.resize(payload.slots() * lanes, R::zero());
-    payload.adjoint[seeds.start as usize * lanes..seeds.end as usize * lanes].fill(R::one());
+    // The buffer is zero but for what the last pass left (see `payload.rs`).
+    for (s, e) in std::mem::take(&mut payload.dirty) {
+        let end = e.min(payload.adjoint.len());
+        payload.adjoint[s.min(end)..end].fill(R::zero());
+    }
+    if payload.adjoint.len() < payload.slots() * lanes {
+        payload.adjoint.resize(payload.slots() * lanes, R::zero());
+    }
+    let seeds = (seeds.start as usize * lanes, seeds.end as usize * lanes);
+    payload.adjoint[seeds.0..seeds.1].fill(R::one());
+    run_nodes(tape, payload, sets);
+    // Every node zeroed its output's adjoint; what is left non-zero are the leaves (and the seeds
+    // when the result is one).
+    let mut dirty: Vec<(usize, usize)> = (payload.leaves.iter())
+        .map(|&(s, n)| (s as usize * lanes, (s + n) as usize * lanes))
+        .collect();
+    dirty.push(seeds);
+    payload.dirty = dirty;
+    payload.has_grads = true;
+}
+
+/// Every node's VJP, last to first; each zeroes its output's adjoint once it has been read.
+fn run_nodes<R: Real>(tape: &Tape<R>, payload: &mut Payload<R>, sets: &LaneSets) {
+    let lanes = payload.lanes;
     let mut work = Work::default();
     if lanes == 1 && tape.nodes.iter().all(|n| sets.get(n.lanes).is_none()) {
         for n in tape.nodes.iter().rev() {
@@ -35,6 +56,7 @@ pub fn backward<R: Real>(
             } else {
                 node_one_lane(tape, payload, n);
             }
+            clear_output(tape, payload, n);
         }
         return;
     }
@@ -61,7 +83,22 @@ pub fn backward<R: Real>(
                 node_vjp(tape, payload, &mut gather, n, e, lanes, layout);
             }
         }
+        clear_output(tape, payload, n);
     }
+}
+
+/// Zeroes the adjoint of a node's output (every lane) once its VJP has run.
+#[inline]
+fn clear_output<R: Real>(tape: &Tape<R>, p: &mut Payload<R>, n: &TapeNode) {
+    let len = if n.op.is_linalg() {
+        tape.linalg(n).out_len()
+    } else if n.op == Op::Select {
+        1
+    } else {
+        n.elements()
+    };
+    let b = p.lanes;
+    p.adjoint[n.out as usize * b..(n.out + len) as usize * b].fill(R::zero());
 }
 
 /// A linear-algebra node's VJP over each lane range of its layout.

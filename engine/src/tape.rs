@@ -42,7 +42,7 @@ pub struct TapeNode {
 }
 
 impl TapeNode {
-    /// The elements an elementwise node covers.
+    /// The elements an elementwise node covers (not meaningful for a merge or linear algebra).
     pub fn elements(&self) -> u32 {
         self.aux.max(1)
     }

@@ -65,6 +65,24 @@ const ATOMS: &[&str] = &[
     "map",
     "list-ref",
     "vec",
+    "mat",
+    "ref",
+    "inv",
+    "det",
+    "logdet",
+    "matmul",
+    "matvec",
+    "transpose",
+    "normalize",
+    "cross",
+    "eye",
+    "zeros",
+    "1e9",
+    "-3.5",
+    "[1 2 3]",
+    "(eye 4)",
+    "(mat [1 2] [2 4])",
+    "(ref obs 79)",
     "()",
     "(car 1)",
     "(/ 0 0)",
@@ -157,6 +175,11 @@ fn ten_thousand_mutated_programs_never_panic() {
     ] {
         b.lanes(name, vec![0.5, 1.5, -2.0]);
     }
+    // The Kalman program's observations, a different matrix per lane.
+    let obs = (0..3)
+        .map(|l| (0..160).map(|e| ((e * 7 + l) % 11) as f32 * 0.1).collect())
+        .collect();
+    b.lane_matrices("obs", 80, 2, obs);
     let mut errors = 0usize;
     for k in 0..count {
         let src = mutate(&seeds[k % seeds.len()], &mut rng);

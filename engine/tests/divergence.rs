@@ -138,6 +138,23 @@ const PROGRAMS: &[(&str, &str, &[&str])] = &[
         "(if (> a 1.5) (pow a x) (pow b x))",
         &["x", "a", "b"],
     ),
+    // Tensors: split branches run the linear-algebra kernels over lane runs or single lanes,
+    // and tensors merge per element.
+    (
+        "tensor_branch_sides",
+        "(let ((v [x a b])) (if (< x 0) (norm (cross v [1 2 3])) (dot v (normalize [a 1 x]))))",
+        &["x", "a", "b"],
+    ),
+    (
+        "tensor_merge_then_solve",
+        "(let ((A (if (> x 0) (mat [a x] [x b]) (mat [b 1] [0 a])))) (+ (logdet (+ A (scale 3 (eye 2)))) (trace (inv (+ A (eye 2))))))",
+        &["x", "a", "b"],
+    ),
+    (
+        "tensor_lu_in_loop_per_lane_exit",
+        "(loop ((k 0) (M (mat [4 a 0 1] [1 4 b 0] [0 1 4 x] [x 0 1 4])) (s 0)) (if (> k (* 2 a)) (+ s (det M)) (recur (+ k 1) (matmul M (scale 0.25 (inv (+ M (eye 4))))) (+ s (logdet M)))))",
+        &["x", "a", "b"],
+    ),
 ];
 
 /// A deterministic spread of values per input and lane, crossing every branch boundary above.
