@@ -37,15 +37,15 @@ pub fn backward<R: Real>(
     run_nodes(tape, payload, sets);
     // Every node zeroed its output's adjoint; what is left non-zero are the leaves (and the seeds
     // when the result is one).
-    let mut dirty: Vec<(usize, usize)> = (payload.leaves.iter())
-        .map(|&(s, n)| (s as usize * lanes, (s + n) as usize * lanes))
-        .collect();
-    dirty.push(seeds);
-    payload.dirty = dirty;
+    let leaves = payload.leaves.iter();
+    let ranges = leaves.map(|&(s, n)| (s as usize * lanes, (s + n) as usize * lanes));
+    payload.dirty.extend(ranges);
+    payload.dirty.push(seeds);
     payload.has_grads = true;
 }
 
-/// Every node's VJP, last to first; each zeroes its output's adjoint once it has been read.
+/// Every node's VJP, last to first; each zeroes its output's adjoint once it has been read
+/// (with one lane, the whole buffer is marked for clearing instead).
 fn run_nodes<R: Real>(tape: &Tape<R>, payload: &mut Payload<R>, sets: &LaneSets) {
     let lanes = payload.lanes;
     let mut work = Work::default();
@@ -56,8 +56,9 @@ fn run_nodes<R: Real>(tape: &Tape<R>, payload: &mut Payload<R>, sets: &LaneSets)
             } else {
                 node_one_lane(tape, payload, n);
             }
-            clear_output(tape, payload, n);
         }
+        // One lane: the buffer is small; clear all of it next time rather than node by node.
+        payload.dirty.push((0, payload.slots()));
         return;
     }
     let mut gather = Gather::default();

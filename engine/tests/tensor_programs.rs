@@ -146,7 +146,12 @@ fn d_dimensional_kalman_gradients_match_finite_differences() {
         let fd = finite_differences(&mut vm, &program, &b, 1e-6).expect("fd");
         assert_eq!(out.grads.len(), 2, "{file}: q and r (T is a constant)");
         for ((name, g), (_, d)) in out.grads.iter().zip(&fd) {
-            assert!(close(g[0], d[0], 1e-5, 1e-6), "{file} d/d{name}: {} vs {}", g[0], d[0]);
+            assert!(
+                close(g[0], d[0], 1e-5, 1e-6),
+                "{file} d/d{name}: {} vs {}",
+                g[0],
+                d[0]
+            );
         }
     }
 }
@@ -180,7 +185,10 @@ fn heat_equation_matches_a_direct_reimplementation() {
     let b = example_bindings::<f64>("heat1d.json");
     let out = eval(&src, &b);
     let want = heat_misfit(0.02);
-    assert!(close(numbers(&out)[0], want, 1e-12, 1e-9), "{out:?} vs {want}");
+    assert!(
+        close(numbers(&out)[0], want, 1e-12, 1e-9),
+        "{out:?} vs {want}"
+    );
     let h = 1e-7;
     let fd = (heat_misfit(0.02 + h) - heat_misfit(0.02 - h)) / (2.0 * h);
     assert!(close(grad(&out, "alpha"), fd, 1e-6, 1e-6));
@@ -218,7 +226,12 @@ fn gravity_matches_a_direct_reimplementation() {
     let src = example("gravity3d.scm");
     let b = example_bindings::<f64>("gravity3d.json");
     let out = eval(&src, &b);
-    assert!(close(numbers(&out)[0], gravity_distance(1.0, 0.9), 1e-12, 1e-10));
+    assert!(close(
+        numbers(&out)[0],
+        gravity_distance(1.0, 0.9),
+        1e-12,
+        1e-10
+    ));
     let h = 1e-6;
     let d_gm = (gravity_distance(1.0 + h, 0.9) - gravity_distance(1.0 - h, 0.9)) / (2.0 * h);
     let d_v0 = (gravity_distance(1.0, 0.9 + h) - gravity_distance(1.0, 0.9 - h)) / (2.0 * h);
@@ -242,7 +255,9 @@ fn examples_as_lanes_equal_their_lanes_alone() {
         let file = read_file(json);
         let mut b = example_bindings::<f32>(json);
         for (name, x) in &file.scalars {
-            let xs = (0..B).map(|l| (x * (1.0 + 0.03 * l as f64)) as f32).collect();
+            let xs = (0..B)
+                .map(|l| (x * (1.0 + 0.03 * l as f64)) as f32)
+                .collect();
             b.lanes(name, xs);
         }
         for (name, rows, cols, data) in &file.matrices {
@@ -262,7 +277,11 @@ fn examples_as_lanes_equal_their_lanes_alone() {
                 "{scm} {json} lane {lane}"
             );
             for ((n, g), (_, g1)) in batch.grads.iter().zip(&alone.grads) {
-                assert_eq!(g[lane].to_bits(), g1[0].to_bits(), "{scm} lane {lane} d/d{n}");
+                assert_eq!(
+                    g[lane].to_bits(),
+                    g1[0].to_bits(),
+                    "{scm} lane {lane} d/d{n}"
+                );
             }
         }
     }

@@ -270,6 +270,7 @@ impl<R: Real> Vm<R> {
             k,
             n,
         };
+        self.charge(program, node, ln.work())?;
         let (len, extra) = (ln.out_len(), ln.extra_len(self.record));
         ln.out = self.alloc_slots(program, (len + extra) as usize, node)?;
         if extra > 0 {
@@ -307,6 +308,27 @@ impl<R: Real> Vm<R> {
             Some(s) => self.tensor(s, ln.out),
             None => Value::lanes(ln.out),
         })
+    }
+
+    /// Counts a linear-algebra op's arithmetic toward the eval-step limit: one step per 1024
+    /// multiply-adds over all lanes. Elementwise work is bounded by the payload it allocates;
+    /// a product or a factorization can do far more work than its result's size, and programs
+    /// are untrusted.
+    fn charge(&mut self, program: &Program, node: NodeId, work: u64) -> Result<()> {
+        let lanes = self.payload.lanes as u64;
+        self.steps = self.steps.saturating_add(work.saturating_mul(lanes) / 1024);
+        if self.steps > self.limits.eval_steps {
+            return Err(self.limit(program, node, "eval steps", self.limits.eval_steps));
+        }
+        Ok(())
+    }
+
+    /// The element count of an `m × n` result, or a limit error when it cannot be addressed.
+    fn elements(&self, program: &Program, node: NodeId, m: u32, n: u32) -> Result<u32> {
+        match m.checked_mul(n) {
+            Some(e) if e <= u32::MAX / 2 => Ok(e),
+            _ => Err(self.limit(program, node, "payload bytes", self.limits.payload_bytes)),
+        }
     }
 
     /// A shape error naming the primitive and what it got.
@@ -487,7 +509,8 @@ impl<R: Real> Vm<R> {
                     }
                 }
                 let m = a.len() as u32;
-                let out = self.alloc_slots(program, (m * n) as usize, node)?;
+                let out =
+                    self.alloc_slots(program, self.elements(program, node, m, n)? as usize, node)?;
                 for (i, row) in a.iter().enumerate() {
                     let dst = out + i as u32 * n;
                     let src = Operand::Slots(row.slot);
@@ -586,6 +609,7 @@ impl<R: Real> Vm<R> {
             Prim::Outer => {
                 let m = self.vector(program, node, p, a, 0)?;
                 let n = self.vector(program, node, p, a, 1)?;
+                self.elements(program, node, m, n)?;
                 let shape = Some(Shape::Matrix(m, n));
                 self.linalg(
                     program,
@@ -628,6 +652,7 @@ impl<R: Real> Vm<R> {
                         format!("shapes [{m},{k}] and [{k2},{n}] do not match"),
                     ));
                 }
+                self.elements(program, node, m, n)?;
                 let shape = Some(Shape::Matrix(m, n));
                 self.linalg(
                     program,

@@ -60,6 +60,18 @@ impl LinNode {
         }
     }
 
+    /// Multiply-adds per lane, roughly: what the op costs beyond the size of its result.
+    pub fn work(&self) -> u64 {
+        let (m, k, n) = (self.m as u64, self.k as u64, self.n as u64);
+        match self.op {
+            Op::MatMul => m * k * n,
+            Op::MatVec => m * k,
+            Op::Det | Op::LogDet | Op::Inv if n > 3 => n * n * n,
+            Op::Transpose | Op::Outer | Op::Trace => m * n,
+            _ => n,
+        }
+    }
+
     /// Extra slots after the result: `normalize` keeps its norm (always), `det` its cofactor
     /// matrix and `logdet` its inverse (only when recording, for the VJP).
     pub fn extra_len(&self, record: bool) -> u32 {
