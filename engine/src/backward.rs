@@ -24,32 +24,17 @@ pub fn backward<R: Real>(
     seeds: std::ops::Range<u32>,
 ) {
     let lanes = payload.lanes;
-    // The buffer is zero but for what the last pass left (see `payload.rs`).
-    for (s, e) in std::mem::take(&mut payload.dirty) {
-        let end = e.min(payload.adjoint.len());
-        payload.adjoint[s.min(end)..end].fill(R::zero());
-    }
-    if payload.adjoint.len() < payload.slots() * lanes {
-        payload.adjoint.resize(payload.slots() * lanes, R::zero());
-    }
+    let need = payload.slots() * lanes;
     let seeds = (seeds.start as usize * lanes, seeds.end as usize * lanes);
-    payload.adjoint[seeds.0..seeds.1].fill(R::one());
-    run_nodes(tape, payload, sets);
-    // Every node zeroed its output's adjoint; what is left non-zero are the leaves (and the seeds
-    // when the result is one).
-    let leaves = payload.leaves.iter();
-    let ranges = leaves.map(|&(s, n)| (s as usize * lanes, (s + n) as usize * lanes));
-    payload.dirty.extend(ranges);
-    payload.dirty.push(seeds);
-    payload.has_grads = true;
-}
-
-/// Every node's VJP, last to first; each zeroes its output's adjoint once it has been read
-/// (with one lane, the whole buffer is marked for clearing instead).
-fn run_nodes<R: Real>(tape: &Tape<R>, payload: &mut Payload<R>, sets: &LaneSets) {
-    let lanes = payload.lanes;
     let mut work = Work::default();
+    payload.has_grads = true;
     if lanes == 1 && tape.nodes.iter().all(|n| sets.get(n.lanes).is_none()) {
+        // One lane: the buffer is small, so clear it whole (and drop anything beyond it).
+        payload.adjoint.clear();
+        payload.adjoint.resize(need, R::zero());
+        payload.dirty.clear();
+        payload.dirty.push((0, need));
+        payload.adjoint[seeds.0..seeds.1].fill(R::one());
         for n in tape.nodes.iter().rev() {
             if n.op.is_linalg() {
                 linalg_vjp(tape, payload, n, Layout::All, &mut work);
@@ -57,10 +42,19 @@ fn run_nodes<R: Real>(tape: &Tape<R>, payload: &mut Payload<R>, sets: &LaneSets)
                 node_one_lane(tape, payload, n);
             }
         }
-        // One lane: the buffer is small; clear all of it next time rather than node by node.
-        payload.dirty.push((0, payload.slots()));
         return;
     }
+    // The buffer is zero but for what the last pass left (see `payload.rs`).
+    let mut dirty = std::mem::take(&mut payload.dirty);
+    for &(s, e) in &dirty {
+        let end = e.min(payload.adjoint.len());
+        payload.adjoint[s.min(end)..end].fill(R::zero());
+    }
+    dirty.clear();
+    if payload.adjoint.len() < need {
+        payload.adjoint.resize(need, R::zero());
+    }
+    payload.adjoint[seeds.0..seeds.1].fill(R::one());
     let mut gather = Gather::default();
     for n in tape.nodes.iter().rev() {
         let layout = sets.layout(n.lanes);
@@ -70,15 +64,8 @@ fn run_nodes<R: Real>(tape: &Tape<R>, payload: &mut Payload<R>, sets: &LaneSets)
             linalg_vjp(tape, payload, n, layout, &mut work);
         } else if layout == Layout::All {
             // Every lane: the node's elements are one contiguous run.
-            node_vjp(
-                tape,
-                payload,
-                &mut gather,
-                n,
-                0,
-                n.elements() as usize * lanes,
-                layout,
-            );
+            let width = n.elements() as usize * lanes;
+            node_vjp(tape, payload, &mut gather, n, 0, width, layout);
         } else {
             for e in 0..n.elements() {
                 node_vjp(tape, payload, &mut gather, n, e, lanes, layout);
@@ -86,6 +73,12 @@ fn run_nodes<R: Real>(tape: &Tape<R>, payload: &mut Payload<R>, sets: &LaneSets)
         }
         clear_output(tape, payload, n);
     }
+    // Every node zeroed its output's adjoint once read; what is left non-zero are the leaves
+    // (and the seeds, when the result is one).
+    let leaves = payload.leaves.iter();
+    dirty.extend(leaves.map(|&(s, n)| (s as usize * lanes, (s + n) as usize * lanes)));
+    dirty.push(seeds);
+    payload.dirty = dirty;
 }
 
 /// Zeroes the adjoint of a node's output (every lane) once its VJP has run.
@@ -201,6 +194,12 @@ fn node_one_lane<R: Real>(tape: &Tape<R>, p: &mut Payload<R>, n: &TapeNode) {
     if n.aux > 1 {
         return node_elements_one_lane(tape, p, n);
     }
+    element_one_lane(tape, p, n);
+}
+
+/// One element of a node in one lane (`out`, `a`, `b` already at that element).
+#[inline(always)]
+fn element_one_lane<R: Real>(tape: &Tape<R>, p: &mut Payload<R>, n: &TapeNode) {
     let (o, a, c) = (n.out as usize, n.a as usize, n.b as usize);
     let (x, adj) = (&p.primal, &mut p.adjoint);
     let (z, g) = (x[o], adj[o]);
@@ -232,7 +231,7 @@ fn node_elements_one_lane<R: Real>(tape: &Tape<R>, p: &mut Payload<R>, n: &TapeN
             aux: 1,
             ..*n
         };
-        node_one_lane(tape, p, &one);
+        element_one_lane(tape, p, &one);
     }
 }
 

@@ -28,10 +28,14 @@ pub trait Real:
     fn exp_l(self) -> Self;
     fn sin_l(self) -> Self;
     fn cos_l(self) -> Self;
+    fn ln_l(self) -> Self;
     /// Whether every value is in the range where the vectorizable forms below equal the
     /// total ones above.
     fn exp_vectorizable(xs: &[Self]) -> bool;
     fn trig_vectorizable(xs: &[Self]) -> bool;
+    /// Whether every value, clamped as `log` clamps it, is in the `ln` polynomial's range.
+    fn log_vectorizable(xs: &[Self]) -> bool;
+    fn ln_v(self) -> Self;
     fn exp_v(self) -> Self;
     fn sin_v(self) -> Self;
     fn cos_v(self) -> Self;
@@ -83,6 +87,18 @@ macro_rules! impl_real {
         fn cos_l(self) -> Self {
             fastmath::cos(self)
         }
+        #[inline(always)]
+        fn ln_l(self) -> Self {
+            fastmath::ln(self)
+        }
+        fn log_vectorizable(xs: &[Self]) -> bool {
+            // Clamped to ≥ 1e-8, every finite value is a positive normal number.
+            xs.iter().fold(true, |ok, &x| ok & x.is_finite())
+        }
+        #[inline(always)]
+        fn ln_v(self) -> Self {
+            fastmath::ln_poly(self)
+        }
         fn exp_vectorizable(xs: &[Self]) -> bool {
             // A branch-free fold (not `all`) so the check itself vectorizes.
             xs.iter().fold(true, |ok, &x| ok & fastmath::exp_in_range(x))
@@ -112,6 +128,15 @@ macro_rules! impl_real {
         }
         fn cos_l(self) -> Self {
             self.cos()
+        }
+        fn ln_l(self) -> Self {
+            self.ln()
+        }
+        fn log_vectorizable(_: &[Self]) -> bool {
+            false
+        }
+        fn ln_v(self) -> Self {
+            self.ln()
         }
         fn exp_vectorizable(_: &[Self]) -> bool {
             false

@@ -1,10 +1,11 @@
-//! Branch-free f32 `exp`, `sin` and `cos` that vectorize over lanes.
+//! Branch-free f32 `exp`, `sin`, `cos` and `ln` that vectorize over lanes.
 //!
 //! libm's scalar calls cost 5–6 ns per lane and never vectorize; transcendental-heavy models
 //! (oscillators, decays) spend most of their lane time there. These are the Cephes polynomials
-//! (`expf`, `sinf`, `cosf`: within 2 ulp of the true value) written without branches, so a loop
-//! over lanes compiles to SIMD. Outside the polynomials' range (|x| > 8192 for sin/cos, x outside
-//! [−87, 88] for exp, and non-finite inputs) the value comes from libm.
+//! (`expf`, `sinf`, `cosf`, `logf`: within 2 ulp of the true value) written without branches, so
+//! a loop over lanes compiles to SIMD. Outside the polynomials' range (|x| > 8192 for sin/cos, x
+//! outside [−87, 88] for exp, x not a positive normal number for ln, and non-finite inputs) the
+//! value comes from libm.
 //!
 //! Every lane gets the same function of its input whichever loop computed it: the total
 //! functions ([`exp`], [`sin`], [`cos`]) pick the polynomial exactly when the vectorized loop
@@ -101,6 +102,46 @@ pub fn cos_poly_range(x: f32) -> f32 {
     f32::from_bits(y.to_bits() ^ (negate << 31))
 }
 
+#[inline(always)]
+pub fn ln_in_range(x: f32) -> bool {
+    (f32::MIN_POSITIVE..f32::INFINITY).contains(&x)
+}
+
+/// ln x for a positive normal x: x = m·2^e with m in [√½, √2), ln x = ln m + e·ln 2.
+#[inline(always)]
+pub fn ln_poly(x: f32) -> f32 {
+    let bits = x.to_bits();
+    // m in [0.5, 1), x = m · 2^e
+    let e = ((bits >> 23) as i32) - 126;
+    let m = f32::from_bits((bits & 0x007f_ffff) | 0x3f00_0000);
+    let small = m < std::f32::consts::FRAC_1_SQRT_2;
+    let e = (if small { e - 1 } else { e }) as f32;
+    let r = if small { m + m - 1.0 } else { m - 1.0 };
+    let z = r * r;
+    let p = ((((((((7.037_683_6e-2 * r - 1.151_461e-1) * r + 1.167_699_9e-1) * r
+        - 1.242_014_1e-1)
+        * r
+        + 1.424_932_3e-1)
+        * r
+        - 1.666_805_8e-1)
+        * r
+        + 2.000_071_4e-1)
+        * r
+        - 2.499_999_4e-1)
+        * r
+        + 3.333_333_1e-1)
+        * r
+        * z;
+    let y = p + -2.121_944_4e-4 * e - 0.5 * z;
+    r + y + 0.693_359_4 * e
+}
+
+/// ln x: the polynomial for positive normal numbers, libm elsewhere.
+#[inline(always)]
+pub fn ln(x: f32) -> f32 {
+    if ln_in_range(x) { ln_poly(x) } else { x.ln() }
+}
+
 /// e^x: the polynomial in range, libm elsewhere.
 #[inline(always)]
 pub fn exp(x: f32) -> f32 {
@@ -159,6 +200,22 @@ mod tests {
             worst.0 <= 2 && worst.1 <= 2 && worst.2 <= 2,
             "worst ulps (sin, cos, exp): {worst:?}"
         );
+    }
+
+    #[test]
+    fn ln_within_two_ulp_over_the_normal_range() {
+        let mut worst = 0;
+        // Every 97th f32 from the smallest normal number to the largest finite one.
+        let mut bits = f32::MIN_POSITIVE.to_bits();
+        while bits < f32::MAX.to_bits() {
+            let x = f32::from_bits(bits);
+            worst = worst.max(ulps(ln(x), (x as f64).ln()));
+            bits += 97;
+        }
+        assert!(worst <= 2, "worst ln ulps: {worst}");
+        assert_eq!(ln(1.0), 0.0);
+        assert!(ln(0.0) == f32::NEG_INFINITY && ln(-1.0).is_nan() && ln(f32::NAN).is_nan());
+        assert_eq!(ln(f32::INFINITY), f32::INFINITY);
     }
 
     #[test]

@@ -92,6 +92,14 @@ pub fn forward1<R: Real>(op: Op, out: &mut [R], x: &[R]) {
         Op::Cos if R::trig_vectorizable(x) => {
             return out.iter_mut().zip(x).for_each(|(o, &v)| *o = v.cos_v());
         }
+        Op::Log if R::log_vectorizable(x) => {
+            let eps = R::clamp_eps();
+            let clamp = |v: R| if v <= eps { eps } else { v };
+            return out
+                .iter_mut()
+                .zip(x)
+                .for_each(|(o, &v)| *o = clamp(v).ln_v());
+        }
         _ => {}
     }
     macro_rules! body {

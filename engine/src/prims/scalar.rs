@@ -159,7 +159,7 @@ impl Op {
             Op::Cosh => x.cosh(),
             Op::Tanh => x.tanh(),
             Op::Exp => x.exp_l(),
-            Op::Log => clamp(x).ln(),
+            Op::Log => clamp(x).ln_l(),
             Op::Sqrt => clamp(x).sqrt(),
             Op::Abs => x.abs(),
             Op::Square => x * x,
