@@ -11,10 +11,11 @@
 use crate::lanes::{LaneSets, Layout};
 use crate::payload::Payload;
 use crate::prims::kernels::{Arg, Gather, Grads, backward1_over, backward2_over};
-use crate::prims::linalg::{self, Lanes, Work};
+use crate::prims::linalg::{self, Lanes, LinNode, Work};
 use crate::prims::scalar::Op;
 use crate::real::Real;
 use crate::tape::{Form, Tape, TapeNode};
+use crate::tape::{SKIP_A, SKIP_B};
 
 /// Runs the backward pass, seeding the given result slots (a scalar result has one).
 pub fn backward<R: Real>(
@@ -35,11 +36,12 @@ pub fn backward<R: Real>(
         payload.dirty.clear();
         payload.dirty.push((0, need));
         payload.adjoint[seeds.0..seeds.1].fill(R::one());
-        for n in tape.nodes.iter().rev() {
+        for (i, n) in tape.nodes.iter().enumerate().rev() {
+            let skip = tape.skip.get(i).copied().unwrap_or(0);
             if n.op.is_linalg() {
-                linalg_vjp(tape, payload, n, Layout::All, &mut work);
+                linalg_vjp(tape, payload, n, skip, Layout::All, &mut work);
             } else {
-                node_one_lane(tape, payload, n);
+                node_one_lane(tape, payload, n, skip);
             }
         }
         return;
@@ -56,19 +58,20 @@ pub fn backward<R: Real>(
     }
     payload.adjoint[seeds.0..seeds.1].fill(R::one());
     let mut gather = Gather::default();
-    for n in tape.nodes.iter().rev() {
+    for (i, n) in tape.nodes.iter().enumerate().rev() {
+        let skip = tape.skip.get(i).copied().unwrap_or(0);
         let layout = sets.layout(n.lanes);
         if n.op == Op::Select {
-            select_vjp(payload, sets, n);
+            select_vjp(payload, sets, n, skip);
         } else if n.op.is_linalg() {
-            linalg_vjp(tape, payload, n, layout, &mut work);
+            linalg_vjp(tape, payload, n, skip, layout, &mut work);
         } else if layout == Layout::All {
             // Every lane: the node's elements are one contiguous run.
             let width = n.elements() as usize * lanes;
-            node_vjp(tape, payload, &mut gather, n, 0, width, layout);
+            node_vjp(tape, payload, &mut gather, (n, skip), 0, width, layout);
         } else {
             for e in 0..n.elements() {
-                node_vjp(tape, payload, &mut gather, n, e, lanes, layout);
+                node_vjp(tape, payload, &mut gather, (n, skip), e, lanes, layout);
             }
         }
         clear_output(tape, payload, n);
@@ -100,10 +103,14 @@ fn linalg_vjp<R: Real>(
     tape: &Tape<R>,
     p: &mut Payload<R>,
     n: &TapeNode,
+    skip: u8,
     layout: Layout,
     work: &mut Work<R>,
 ) {
-    let node = tape.linalg(n);
+    let node = LinNode {
+        skip,
+        ..tape.linalg(n)
+    };
     let b = p.lanes;
     let (x, adj) = (&p.primal, &mut p.adjoint);
     layout.for_ranges(b, |s, e| {
@@ -117,11 +124,19 @@ fn node_vjp<R: Real>(
     tape: &Tape<R>,
     p: &mut Payload<R>,
     gather: &mut Gather<R>,
-    n: &TapeNode,
+    (n, skip): (&TapeNode, u8),
     e: u32,
     b: usize,
     layout: Layout,
 ) {
+    let (grad_a, grad_b) = (skip & SKIP_A == 0, skip & SKIP_B == 0);
+    // Constant leaves get no adjoint: drop them from the node's operands.
+    let form = match n.form {
+        Form::Unary | Form::SlotConst if !grad_a => return,
+        Form::ConstSlot if !grad_b => return,
+        Form::SlotSlot if !grad_a && !grad_b => return,
+        f => f,
+    };
     let lanes = p.lanes;
     let at = |slot: u32| (slot + e) as usize * lanes;
     let (o, a, c) = (at(n.out), at(n.a), at(n.b));
@@ -131,7 +146,19 @@ fn node_vjp<R: Real>(
     let zg = (&x[o..o + b], &above[..b]);
     let slot = |at: usize| &x[at..at + b];
     let op = n.op;
-    match n.form {
+    match form {
+        Form::SlotSlot if a != c && !(grad_a && grad_b) => {
+            // One side is a constant leaf: accumulate into the other only.
+            let ab = (Arg::Lanes(slot(a)), Arg::Lanes(slot(c)));
+            let at = if grad_a { a } else { c };
+            let g = &mut below[at..at + b];
+            let grads = if grad_a {
+                Grads::First(g)
+            } else {
+                Grads::Second(g)
+            };
+            backward2_over(op, ab, zg, grads, layout, gather);
+        }
         Form::Unary => backward1_over(
             op,
             &mut below[a..a + b],
@@ -190,38 +217,49 @@ fn node_vjp<R: Real>(
 
 /// One lane: the kernels' formulas without lane loops (same bits as the lane kernels).
 #[inline]
-fn node_one_lane<R: Real>(tape: &Tape<R>, p: &mut Payload<R>, n: &TapeNode) {
+fn node_one_lane<R: Real>(tape: &Tape<R>, p: &mut Payload<R>, n: &TapeNode, skip: u8) {
     if n.aux > 1 {
-        return node_elements_one_lane(tape, p, n);
+        return node_elements_one_lane(tape, p, n, skip);
     }
-    element_one_lane(tape, p, n);
+    element_one_lane(tape, p, n, skip);
 }
 
 /// One element of a node in one lane (`out`, `a`, `b` already at that element).
 #[inline(always)]
-fn element_one_lane<R: Real>(tape: &Tape<R>, p: &mut Payload<R>, n: &TapeNode) {
+fn element_one_lane<R: Real>(tape: &Tape<R>, p: &mut Payload<R>, n: &TapeNode, skip: u8) {
     let (o, a, c) = (n.out as usize, n.a as usize, n.b as usize);
     let (x, adj) = (&p.primal, &mut p.adjoint);
     let (z, g) = (x[o], adj[o]);
+    let (grad_a, grad_b) = (skip & SKIP_A == 0, skip & SKIP_B == 0);
     match n.form {
-        Form::Unary => adj[a] = adj[a] + n.op.vjp1(x[a], z, g),
+        Form::Unary if grad_a => adj[a] = adj[a] + n.op.vjp1(x[a], z, g),
         Form::SlotSlot => {
             let (da, db) = n.op.vjp2(x[a], x[c], z, g);
             if a == c {
-                adj[a] = adj[a] + da + db;
+                if grad_a {
+                    adj[a] = adj[a] + da + db;
+                }
             } else {
-                adj[a] = adj[a] + da;
-                adj[c] = adj[c] + db;
+                if grad_a {
+                    adj[a] = adj[a] + da;
+                }
+                if grad_b {
+                    adj[c] = adj[c] + db;
+                }
             }
         }
-        Form::SlotConst => adj[a] = adj[a] + n.op.vjp2(x[a], tape.consts[c], z, g).0,
-        Form::ConstSlot => adj[c] = adj[c] + n.op.vjp2(tape.consts[a], x[c], z, g).1,
-        Form::ConstConst => {}
+        Form::SlotConst if grad_a => {
+            adj[a] = adj[a] + n.op.vjp2(x[a], tape.consts[c], z, g).0;
+        }
+        Form::ConstSlot if grad_b => {
+            adj[c] = adj[c] + n.op.vjp2(tape.consts[a], x[c], z, g).1;
+        }
+        _ => {}
     }
 }
 
 /// One lane of an elementwise node over several elements.
-fn node_elements_one_lane<R: Real>(tape: &Tape<R>, p: &mut Payload<R>, n: &TapeNode) {
+fn node_elements_one_lane<R: Real>(tape: &Tape<R>, p: &mut Payload<R>, n: &TapeNode, skip: u8) {
     for e in 0..n.elements() {
         let slot = |s: u32, is_slot: bool| if is_slot { s + e } else { s };
         let one = TapeNode {
@@ -231,16 +269,16 @@ fn node_elements_one_lane<R: Real>(tape: &Tape<R>, p: &mut Payload<R>, n: &TapeN
             aux: 1,
             ..*n
         };
-        element_one_lane(tape, p, &one);
+        element_one_lane(tape, p, &one, skip);
     }
 }
 
 /// A merge: each lane's adjoint goes to the side that lane took, and nowhere else.
-fn select_vjp<R: Real>(p: &mut Payload<R>, sets: &LaneSets, n: &TapeNode) {
+fn select_vjp<R: Real>(p: &mut Payload<R>, sets: &LaneSets, n: &TapeNode, skip: u8) {
     let b = p.lanes;
     let o = n.out as usize * b;
-    let then_const = matches!(n.form, Form::ConstSlot | Form::ConstConst);
-    let else_const = matches!(n.form, Form::SlotConst | Form::ConstConst);
+    let then_const = matches!(n.form, Form::ConstSlot | Form::ConstConst) || skip & SKIP_A != 0;
+    let else_const = matches!(n.form, Form::SlotConst | Form::ConstConst) || skip & SKIP_B != 0;
     for (set, operand, constant) in [(n.lanes, n.a, then_const), (n.aux, n.b, else_const)] {
         if constant {
             continue;

@@ -32,6 +32,9 @@ pub struct Payload<R> {
     pub(crate) dirty: Vec<(usize, usize)>,
     /// Whether the adjoints belong to the current walk (a backward pass ran after it).
     pub(crate) has_grads: bool,
+    /// Per slot: a leaf that is not a parameter (data, constant tensor elements). No gradient
+    /// is wanted there, so the backward pass does not accumulate into it.
+    pub(crate) constant: Vec<bool>,
 }
 
 impl<R: Real> Payload<R> {
@@ -40,7 +43,25 @@ impl<R: Real> Payload<R> {
         self.bools.clear();
         self.leaves.clear();
         self.has_grads = false;
+        self.constant.clear();
         self.slots = 0;
+    }
+
+    /// Marks `n` slots from `slot` as a leaf that needs no gradient.
+    pub fn constant_leaf(&mut self, slot: u32, n: u32) {
+        self.leaf(slot, n);
+        let (s, e) = (slot as usize, (slot + n) as usize);
+        if self.constant.len() < e {
+            self.constant.resize(e, false);
+        }
+        self.constant[s..e].fill(true);
+    }
+
+    /// Whether every slot of `[slot, slot + n)` is a constant leaf.
+    pub fn all_constant(&self, slot: u32, n: u32) -> bool {
+        self.constant
+            .get(slot as usize..(slot + n) as usize)
+            .is_some_and(|c| c.iter().all(|&x| x))
     }
 
     /// Marks `n` slots from `slot` as written without a tape node.

@@ -81,7 +81,14 @@ pub struct Tape<R> {
     pub branches: Vec<BranchGuard>,
     /// Sizes `[m, k, n]` of the linear-algebra nodes (see [`crate::prims::linalg::LinNode`]).
     pub dims: Vec<[u32; 3]>,
+    /// Per node: operands that need no adjoint (bit 0: `a`, bit 1: `b`) because they are
+    /// constant leaves — data and constant tensors — so the backward pass skips them.
+    pub skip: Vec<u8>,
 }
+
+/// [`Tape::skip`] bits.
+pub const SKIP_A: u8 = 1;
+pub const SKIP_B: u8 = 2;
 
 impl<R: Copy> Tape<R> {
     pub fn reset(&mut self) {
@@ -90,6 +97,7 @@ impl<R: Copy> Tape<R> {
         self.guards.clear();
         self.branches.clear();
         self.dims.clear();
+        self.skip.clear();
     }
 
     /// The linear-algebra application a node records.
@@ -103,6 +111,7 @@ impl<R: Copy> Tape<R> {
             m,
             k,
             n: d,
+            skip: 0,
         }
     }
 

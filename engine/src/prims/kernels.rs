@@ -306,6 +306,20 @@ pub fn backward2<R: Real>(op: Op, a: Arg<R>, b: Arg<R>, z: &[R], g: &[R], out: G
                         gx[i] = gx[i] + da + db;
                     }
                 }
+                (Grads::First(ga), Arg::Lanes(x), Arg::Lanes(y)) => {
+                    // The second operand is a constant leaf.
+                    let (ga, x, y) = (&mut ga[..n], &x[..n], &y[..n]);
+                    for i in 0..n {
+                        ga[i] = ga[i] + $k.vjp2(x[i], y[i], z[i], g[i]).0;
+                    }
+                }
+                (Grads::Second(gb), Arg::Lanes(x), Arg::Lanes(y)) => {
+                    // The first operand is a constant leaf.
+                    let (gb, x, y) = (&mut gb[..n], &x[..n], &y[..n]);
+                    for i in 0..n {
+                        gb[i] = gb[i] + $k.vjp2(x[i], y[i], z[i], g[i]).1;
+                    }
+                }
                 (Grads::First(ga), Arg::Lanes(x), Arg::Const(c)) => {
                     let (ga, x) = (&mut ga[..n], &x[..n]);
                     for i in 0..n {

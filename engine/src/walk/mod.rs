@@ -184,7 +184,7 @@ impl<R: Real> Vm<R> {
                 }
                 Input::Matrix { rows, cols, data } => {
                     let s = self.alloc_slots(program, data.len(), program.root)?;
-                    self.payload.leaf(s, data.len() as u32);
+                    self.payload.constant_leaf(s, data.len() as u32);
                     for (e, &x) in data.iter().enumerate() {
                         self.payload.lane_values_mut(s + e as u32).fill(x);
                     }
@@ -193,7 +193,7 @@ impl<R: Real> Vm<R> {
                 }
                 Input::LaneMatrices { rows, cols, data } => {
                     let s = self.alloc_slots(program, rows * cols, program.root)?;
-                    self.payload.leaf(s, (rows * cols) as u32);
+                    self.payload.constant_leaf(s, (rows * cols) as u32);
                     for (l, m) in data.iter().enumerate().take(lanes) {
                         for (e, &x) in m.iter().enumerate() {
                             self.payload.lane_values_mut(s + e as u32)[l] = x;

@@ -78,9 +78,37 @@ impl<R: Real> Vm<R> {
             if self.tape.nodes.len() as u64 >= self.limits.tape_nodes {
                 return Err(self.limit(program, node, "tape nodes", self.limits.tape_nodes));
             }
+            let skip = self.skip_bits(&n);
             self.tape.nodes.push(n);
+            self.tape.skip.push(skip);
         }
         Ok(())
+    }
+
+    /// Which operands of a node are constant leaves (see [`crate::tape::Tape::skip`]).
+    fn skip_bits(&self, n: &TapeNode) -> u8 {
+        let (a, b) = if n.op.is_linalg() {
+            let (la, lb) = self.tape.linalg(n).operand_lens();
+            (Some((n.a, la)), (lb > 0).then_some((n.b, lb)))
+        } else {
+            let len = if n.op == Op::Select { 1 } else { n.elements() };
+            match n.form {
+                Form::Unary | Form::SlotConst => (Some((n.a, len)), None),
+                Form::SlotSlot => (Some((n.a, len)), Some((n.b, len))),
+                Form::ConstSlot => (None, Some((n.b, len))),
+                Form::ConstConst => (None, None),
+            }
+        };
+        let constant =
+            |r: Option<(u32, u32)>| r.is_some_and(|(s, l)| self.payload.all_constant(s, l));
+        let mut bits = 0;
+        if constant(a) {
+            bits |= crate::tape::SKIP_A;
+        }
+        if constant(b) {
+            bits |= crate::tape::SKIP_B;
+        }
+        bits
     }
 
     /// A unary op on a number.

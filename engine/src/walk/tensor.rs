@@ -269,6 +269,7 @@ impl<R: Real> Vm<R> {
             m,
             k,
             n,
+            skip: 0,
         };
         self.charge(program, node, ln.work())?;
         let (len, extra) = (ln.out_len(), ln.extra_len(self.record));
@@ -455,7 +456,7 @@ impl<R: Real> Vm<R> {
         for e in 0..shape.len() {
             self.payload.lane_values_mut(out + e).fill(f(e));
         }
-        self.payload.leaf(out, shape.len());
+        self.payload.constant_leaf(out, shape.len());
         Ok(self.tensor(shape, out))
     }
 
@@ -487,7 +488,7 @@ impl<R: Real> Vm<R> {
                     let e = e as u32;
                     if x.tag == tag::CONST {
                         self.payload.lane_values_mut(out + e).fill(x.const_value());
-                        self.payload.leaf(out + e, 1);
+                        self.payload.constant_leaf(out + e, 1);
                     } else {
                         let src = Operand::Slots(x.slot);
                         self.elementwise(program, node, Op::Copy, out + e, src, None, 1)?;

@@ -72,7 +72,7 @@ pub fn vjp<R: Real>(node: &LinNode, x: &[R], lo: &mut [R], hi: &[R], ln: Lanes, 
             let e = |s: u32, j: u32| &x[ln.at(s, j)];
             // ā += b × G
             let (b0, b1, b2) = (e(b, 0), e(b, 1), e(b, 2));
-            for l in 0..ln.len() {
+            for l in 0..ln.len() * usize::from(node.grad_a()) {
                 let d = [
                     b1[l] * g2[l] - b2[l] * g1[l],
                     b2[l] * g0[l] - b0[l] * g2[l],
@@ -85,7 +85,7 @@ pub fn vjp<R: Real>(node: &LinNode, x: &[R], lo: &mut [R], hi: &[R], ln: Lanes, 
             }
             // b̄ += G × a
             let (a0, a1, a2) = (e(a, 0), e(a, 1), e(a, 2));
-            for l in 0..ln.len() {
+            for l in 0..ln.len() * usize::from(node.grad_b()) {
                 let d = [
                     g1[l] * a2[l] - g2[l] * a1[l],
                     g2[l] * a0[l] - g0[l] * a2[l],
@@ -172,7 +172,11 @@ pub fn vjp_one<R: Real>(node: &LinNode, x: &[R], adj: &mut [R]) {
                 v[2] * g[0] - v[0] * g[2],
                 v[0] * g[1] - v[1] * g[0],
             ];
-            for (j, d) in da.into_iter().enumerate() {
+            for (j, d) in da
+                .into_iter()
+                .enumerate()
+                .take(3 * usize::from(node.grad_a()))
+            {
                 adj[a + j] = adj[a + j] + d;
             }
             let db = [
@@ -180,7 +184,11 @@ pub fn vjp_one<R: Real>(node: &LinNode, x: &[R], adj: &mut [R]) {
                 g[2] * u[0] - g[0] * u[2],
                 g[0] * u[1] - g[1] * u[0],
             ];
-            for (j, d) in db.into_iter().enumerate() {
+            for (j, d) in db
+                .into_iter()
+                .enumerate()
+                .take(3 * usize::from(node.grad_b()))
+            {
                 adj[b + j] = adj[b + j] + d;
             }
         }

@@ -42,6 +42,8 @@ pub struct LinNode {
     pub m: u32,
     pub k: u32,
     pub n: u32,
+    /// Operands whose adjoints the VJP skips ([`crate::tape::SKIP_A`], [`crate::tape::SKIP_B`]).
+    pub skip: u8,
 }
 
 impl LinNode {
@@ -58,6 +60,31 @@ impl LinNode {
             Op::Inv => n * n,
             _ => 1,
         }
+    }
+
+    /// The element counts of the operands `a` and `b` (0 when there is no second operand).
+    pub fn operand_lens(&self) -> (u32, u32) {
+        let (m, k, n) = (self.m, self.k, self.n);
+        match self.op {
+            Op::Dot => (n, n),
+            Op::Cross => (3, 3),
+            Op::Norm | Op::Normalize | Op::VSum => (n, 0),
+            Op::Trace | Op::Transpose => (m * n, 0),
+            Op::MatMul => (m * k, k * n),
+            Op::MatVec => (m * k, k),
+            Op::Outer => (m, n),
+            Op::Det | Op::LogDet | Op::Inv => (n * n, 0),
+            _ => (0, 0),
+        }
+    }
+
+    /// Whether the VJP accumulates into operand `a` / `b`.
+    pub fn grad_a(&self) -> bool {
+        self.skip & crate::tape::SKIP_A == 0
+    }
+
+    pub fn grad_b(&self) -> bool {
+        self.skip & crate::tape::SKIP_B == 0
     }
 
     /// Multiply-adds per lane, roughly: what the op costs beyond the size of its result.
@@ -147,6 +174,13 @@ pub fn forward<R: Real>(node: &LinNode, x: &mut [R], ln: Lanes, record: bool, w:
 
 /// Accumulates `node`'s VJP over lanes `ln` into the operands' adjoints.
 pub fn vjp<R: Real>(node: &LinNode, x: &[R], adj: &mut [R], ln: Lanes, w: &mut Work<R>) {
+    let binary = matches!(
+        node.op,
+        Op::Dot | Op::Cross | Op::MatMul | Op::MatVec | Op::Outer
+    );
+    if !node.grad_a() && (!binary || !node.grad_b()) {
+        return; // every operand is a constant leaf
+    }
     if ln.b == 1 {
         match node.op {
             Op::Dot

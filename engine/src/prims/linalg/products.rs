@@ -76,13 +76,15 @@ pub fn forward<R: Real>(node: &LinNode, src: &[R], dst: &mut [R], ln: Lanes) {
 
 pub fn vjp<R: Real>(node: &LinNode, x: &[R], lo: &mut [R], hi: &[R], ln: Lanes) {
     let (a, b, m, k, n) = (node.a, node.b, node.m, node.k, node.n);
+    // A constant-leaf operand gets nothing (its loops run zero times).
+    let (ga, gb) = (node.grad_a(), node.grad_b());
     match node.op {
         Op::Dot => {
             let g = &hi[ln.at(0, 0)];
-            for j in 0..n {
+            for j in 0..n * u32::from(ga) {
                 add_mul(&mut lo[ln.at(a, j)], g, &x[ln.at(b, j)]);
             }
-            for j in 0..n {
+            for j in 0..n * u32::from(gb) {
                 add_mul(&mut lo[ln.at(b, j)], g, &x[ln.at(a, j)]);
             }
         }
@@ -107,7 +109,7 @@ pub fn vjp<R: Real>(node: &LinNode, x: &[R], lo: &mut [R], hi: &[R], ln: Lanes) 
         }
         Op::MatMul => {
             // Ā += G·Bᵀ, then B̄ += Aᵀ·G.
-            for i in 0..m {
+            for i in 0..m * u32::from(ga) {
                 for kk in 0..k {
                     let o = &mut lo[ln.at(a, i * k + kk)];
                     for j in 0..n {
@@ -115,7 +117,7 @@ pub fn vjp<R: Real>(node: &LinNode, x: &[R], lo: &mut [R], hi: &[R], ln: Lanes) 
                     }
                 }
             }
-            for kk in 0..k {
+            for kk in 0..k * u32::from(gb) {
                 for j in 0..n {
                     let o = &mut lo[ln.at(b, kk * n + j)];
                     for i in 0..m {
@@ -126,13 +128,13 @@ pub fn vjp<R: Real>(node: &LinNode, x: &[R], lo: &mut [R], hi: &[R], ln: Lanes) 
         }
         Op::MatVec => {
             // Ā += G·vᵀ, then v̄ += Aᵀ·G.
-            for i in 0..m {
+            for i in 0..m * u32::from(ga) {
                 let g = &hi[ln.at(0, i)];
                 for kk in 0..k {
                     add_mul(&mut lo[ln.at(a, i * k + kk)], g, &x[ln.at(b, kk)]);
                 }
             }
-            for kk in 0..k {
+            for kk in 0..k * u32::from(gb) {
                 let o = &mut lo[ln.at(b, kk)];
                 for i in 0..m {
                     add_mul(o, &x[ln.at(a, i * k + kk)], &hi[ln.at(0, i)]);
@@ -141,13 +143,13 @@ pub fn vjp<R: Real>(node: &LinNode, x: &[R], lo: &mut [R], hi: &[R], ln: Lanes) 
         }
         Op::Outer => {
             // ā += G·b, then b̄ += Gᵀ·a.
-            for i in 0..m {
+            for i in 0..m * u32::from(ga) {
                 let o = &mut lo[ln.at(a, i)];
                 for j in 0..n {
                     add_mul(o, &hi[ln.at(0, i * n + j)], &x[ln.at(b, j)]);
                 }
             }
-            for j in 0..n {
+            for j in 0..n * u32::from(gb) {
                 let o = &mut lo[ln.at(b, j)];
                 for i in 0..m {
                     add_mul(o, &hi[ln.at(0, i * n + j)], &x[ln.at(a, i)]);
@@ -227,15 +229,16 @@ pub fn forward_one<R: Real>(node: &LinNode, src: &[R], o: &mut [R]) {
 /// The VJPs of [`vjp`] for one lane (B = 1), in the same order; `adj` is the whole adjoint.
 pub fn vjp_one<R: Real>(node: &LinNode, x: &[R], adj: &mut [R]) {
     let (m, k, n) = (node.m as usize, node.k as usize, node.n as usize);
+    let (ga, gb) = (node.grad_a(), node.grad_b());
     let (a, b, out) = (node.a as usize, node.b as usize, node.out as usize);
     let g = |adj: &[R], e: usize| adj[out + e];
     match node.op {
         Op::Dot => {
             let g = g(adj, 0);
-            for j in 0..n {
+            for j in 0..n * usize::from(ga) {
                 adj[a + j] = adj[a + j] + g * x[b + j];
             }
-            for j in 0..n {
+            for j in 0..n * usize::from(gb) {
                 adj[b + j] = adj[b + j] + g * x[a + j];
             }
         }
@@ -259,7 +262,7 @@ pub fn vjp_one<R: Real>(node: &LinNode, x: &[R], adj: &mut [R]) {
             }
         }
         Op::MatMul => {
-            for i in 0..m {
+            for i in 0..m * usize::from(ga) {
                 for kk in 0..k {
                     let mut s = adj[a + i * k + kk];
                     for j in 0..n {
@@ -268,7 +271,7 @@ pub fn vjp_one<R: Real>(node: &LinNode, x: &[R], adj: &mut [R]) {
                     adj[a + i * k + kk] = s;
                 }
             }
-            for kk in 0..k {
+            for kk in 0..k * usize::from(gb) {
                 for j in 0..n {
                     let mut s = adj[b + kk * n + j];
                     for i in 0..m {
@@ -279,13 +282,13 @@ pub fn vjp_one<R: Real>(node: &LinNode, x: &[R], adj: &mut [R]) {
             }
         }
         Op::MatVec => {
-            for i in 0..m {
+            for i in 0..m * usize::from(ga) {
                 let gi = g(adj, i);
                 for kk in 0..k {
                     adj[a + i * k + kk] = adj[a + i * k + kk] + gi * x[b + kk];
                 }
             }
-            for kk in 0..k {
+            for kk in 0..k * usize::from(gb) {
                 let mut s = adj[b + kk];
                 for i in 0..m {
                     s = s + x[a + i * k + kk] * g(adj, i);
@@ -294,14 +297,14 @@ pub fn vjp_one<R: Real>(node: &LinNode, x: &[R], adj: &mut [R]) {
             }
         }
         Op::Outer => {
-            for i in 0..m {
+            for i in 0..m * usize::from(ga) {
                 let mut s = adj[a + i];
                 for j in 0..n {
                     s = s + g(adj, i * n + j) * x[b + j];
                 }
                 adj[a + i] = s;
             }
-            for j in 0..n {
+            for j in 0..n * usize::from(gb) {
                 let mut s = adj[b + j];
                 for i in 0..m {
                     s = s + g(adj, i * n + j) * x[a + i];
