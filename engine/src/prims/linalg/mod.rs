@@ -229,3 +229,44 @@ pub(crate) fn add<R: Real>(o: &mut [R], a: &[R]) {
         *o = *o + a;
     }
 }
+
+/// `o = Σ_t a_t·b_t` (`init`: the sum starts from the first term) or `o += Σ_t a_t·b_t` over
+/// lanes, terms added in order — the arithmetic of one [`set_mul`] or [`add_mul`] per term, two
+/// terms per pass over `o` so it is loaded and stored half as often. `term(t)` gives term t's
+/// lane slices.
+#[inline(always)]
+pub(crate) fn dots<'a, R: Real + 'a>(
+    o: &mut [R],
+    init: bool,
+    count: u32,
+    term: impl Fn(u32) -> (&'a [R], &'a [R]),
+) {
+    let n = o.len();
+    let mut t = 0;
+    if init {
+        let (a, b) = term(0);
+        if count >= 2 {
+            let (c, d) = term(1);
+            let (a, b, c, d) = (&a[..n], &b[..n], &c[..n], &d[..n]);
+            for l in 0..n {
+                o[l] = a[l] * b[l] + c[l] * d[l];
+            }
+            t = 2;
+        } else {
+            set_mul(o, a, b);
+            t = 1;
+        }
+    }
+    while t + 1 < count {
+        let ((a, b), (c, d)) = (term(t), term(t + 1));
+        let (a, b, c, d) = (&a[..n], &b[..n], &c[..n], &d[..n]);
+        for l in 0..n {
+            o[l] = o[l] + a[l] * b[l] + c[l] * d[l];
+        }
+        t += 2;
+    }
+    if t < count {
+        let (a, b) = term(t);
+        add_mul(o, a, b);
+    }
+}

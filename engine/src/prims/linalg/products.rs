@@ -4,7 +4,7 @@
 //! into the operands' adjoints (`lo`) from the result's adjoint (`hi`, slot 0 is the result).
 //! Sums run in increasing index order starting from the first term.
 
-use super::{Lanes, LinNode, add, add_mul, set_mul};
+use super::{Lanes, LinNode, add, add_mul, dots, set_mul};
 use crate::prims::scalar::Op;
 use crate::real::Real;
 
@@ -12,11 +12,8 @@ pub fn forward<R: Real>(node: &LinNode, src: &[R], dst: &mut [R], ln: Lanes) {
     let (a, b, m, k, n) = (node.a, node.b, node.m, node.k, node.n);
     match node.op {
         Op::Dot => {
-            let o = &mut dst[ln.at(0, 0)];
-            set_mul(o, &src[ln.at(a, 0)], &src[ln.at(b, 0)]);
-            for j in 1..n {
-                add_mul(o, &src[ln.at(a, j)], &src[ln.at(b, j)]);
-            }
+            let term = |j| (&src[ln.at(a, j)], &src[ln.at(b, j)]);
+            dots(&mut dst[ln.at(0, 0)], true, n, term);
         }
         Op::VSum => {
             let o = &mut dst[ln.at(0, 0)];
@@ -42,21 +39,15 @@ pub fn forward<R: Real>(node: &LinNode, src: &[R], dst: &mut [R], ln: Lanes) {
         Op::MatMul => {
             for i in 0..m {
                 for j in 0..n {
-                    let o = &mut dst[ln.at(0, i * n + j)];
-                    set_mul(o, &src[ln.at(a, i * k)], &src[ln.at(b, j)]);
-                    for kk in 1..k {
-                        add_mul(o, &src[ln.at(a, i * k + kk)], &src[ln.at(b, kk * n + j)]);
-                    }
+                    let term = |kk| (&src[ln.at(a, i * k + kk)], &src[ln.at(b, kk * n + j)]);
+                    dots(&mut dst[ln.at(0, i * n + j)], true, k, term);
                 }
             }
         }
         Op::MatVec => {
             for i in 0..m {
-                let o = &mut dst[ln.at(0, i)];
-                set_mul(o, &src[ln.at(a, i * k)], &src[ln.at(b, 0)]);
-                for kk in 1..k {
-                    add_mul(o, &src[ln.at(a, i * k + kk)], &src[ln.at(b, kk)]);
-                }
+                let term = |kk| (&src[ln.at(a, i * k + kk)], &src[ln.at(b, kk)]);
+                dots(&mut dst[ln.at(0, i)], true, k, term);
             }
         }
         Op::Outer => {
@@ -111,18 +102,14 @@ pub fn vjp<R: Real>(node: &LinNode, x: &[R], lo: &mut [R], hi: &[R], ln: Lanes) 
             // Ā += G·Bᵀ, then B̄ += Aᵀ·G.
             for i in 0..m * u32::from(ga) {
                 for kk in 0..k {
-                    let o = &mut lo[ln.at(a, i * k + kk)];
-                    for j in 0..n {
-                        add_mul(o, &hi[ln.at(0, i * n + j)], &x[ln.at(b, kk * n + j)]);
-                    }
+                    let term = |j| (&hi[ln.at(0, i * n + j)], &x[ln.at(b, kk * n + j)]);
+                    dots(&mut lo[ln.at(a, i * k + kk)], false, n, term);
                 }
             }
             for kk in 0..k * u32::from(gb) {
                 for j in 0..n {
-                    let o = &mut lo[ln.at(b, kk * n + j)];
-                    for i in 0..m {
-                        add_mul(o, &x[ln.at(a, i * k + kk)], &hi[ln.at(0, i * n + j)]);
-                    }
+                    let term = |i| (&x[ln.at(a, i * k + kk)], &hi[ln.at(0, i * n + j)]);
+                    dots(&mut lo[ln.at(b, kk * n + j)], false, m, term);
                 }
             }
         }
@@ -135,25 +122,19 @@ pub fn vjp<R: Real>(node: &LinNode, x: &[R], lo: &mut [R], hi: &[R], ln: Lanes) 
                 }
             }
             for kk in 0..k * u32::from(gb) {
-                let o = &mut lo[ln.at(b, kk)];
-                for i in 0..m {
-                    add_mul(o, &x[ln.at(a, i * k + kk)], &hi[ln.at(0, i)]);
-                }
+                let term = |i| (&x[ln.at(a, i * k + kk)], &hi[ln.at(0, i)]);
+                dots(&mut lo[ln.at(b, kk)], false, m, term);
             }
         }
         Op::Outer => {
             // ā += G·b, then b̄ += Gᵀ·a.
             for i in 0..m * u32::from(ga) {
-                let o = &mut lo[ln.at(a, i)];
-                for j in 0..n {
-                    add_mul(o, &hi[ln.at(0, i * n + j)], &x[ln.at(b, j)]);
-                }
+                let term = |j| (&hi[ln.at(0, i * n + j)], &x[ln.at(b, j)]);
+                dots(&mut lo[ln.at(a, i)], false, n, term);
             }
             for j in 0..n * u32::from(gb) {
-                let o = &mut lo[ln.at(b, j)];
-                for i in 0..m {
-                    add_mul(o, &hi[ln.at(0, i * n + j)], &x[ln.at(a, i)]);
-                }
+                let term = |i| (&hi[ln.at(0, i * n + j)], &x[ln.at(a, i)]);
+                dots(&mut lo[ln.at(b, j)], false, m, term);
             }
         }
         _ => {}
