@@ -27,9 +27,10 @@ pub fn backward<R: Real>(
     let lanes = payload.lanes;
     let need = payload.slots() * lanes;
     let seeds = (seeds.start as usize * lanes, seeds.end as usize * lanes);
-    let mut work = Work::default();
+    // Scratch for linear-algebra VJPs, made on first use.
+    let mut work: Option<Work<R>> = None;
     payload.has_grads = true;
-    if lanes == 1 && tape.nodes.iter().all(|n| sets.get(n.lanes).is_none()) {
+    if lanes == 1 && sets.is_empty() {
         // One lane: the buffer is small, so clear it whole (and drop anything beyond it).
         payload.adjoint.clear();
         payload.adjoint.resize(need, R::zero());
@@ -39,7 +40,14 @@ pub fn backward<R: Real>(
         for (i, n) in tape.nodes.iter().enumerate().rev() {
             let skip = tape.skip.get(i).copied().unwrap_or(0);
             if n.op.is_linalg() {
-                linalg_vjp(tape, payload, n, skip, Layout::All, &mut work);
+                linalg_vjp(
+                    tape,
+                    payload,
+                    n,
+                    skip,
+                    Layout::All,
+                    work.get_or_insert_with(Work::default),
+                );
             } else {
                 node_one_lane(tape, payload, n, skip);
             }
@@ -64,7 +72,14 @@ pub fn backward<R: Real>(
         if n.op == Op::Select {
             select_vjp(payload, sets, n, skip);
         } else if n.op.is_linalg() {
-            linalg_vjp(tape, payload, n, skip, layout, &mut work);
+            linalg_vjp(
+                tape,
+                payload,
+                n,
+                skip,
+                layout,
+                work.get_or_insert_with(Work::default),
+            );
         } else if layout == Layout::All {
             // Every lane: the node's elements are one contiguous run.
             let width = n.elements() as usize * lanes;

@@ -52,6 +52,11 @@ impl LaneSets {
         self.subsets.clear();
     }
 
+    /// Whether no subset exists (every node of the walk ran over all lanes).
+    pub fn is_empty(&self) -> bool {
+        self.subsets.is_empty()
+    }
+
     /// Registers a subset (sorted lane indices) and returns its id.
     pub fn add(&mut self, lanes: Vec<u32>) -> u32 {
         let mut runs: Vec<(u32, u32)> = Vec::new();

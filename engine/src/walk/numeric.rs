@@ -73,12 +73,17 @@ impl<R: Real> Vm<R> {
         Ok(acc)
     }
 
+    #[inline]
     pub(super) fn record(&mut self, program: &Program, node: NodeId, n: TapeNode) -> Result<()> {
         if self.record {
             if self.tape.nodes.len() as u64 >= self.limits.tape_nodes {
                 return Err(self.limit(program, node, "tape nodes", self.limits.tape_nodes));
             }
-            let skip = self.skip_bits(&n);
+            let skip = if self.payload.constant.is_empty() {
+                0
+            } else {
+                self.skip_bits(&n)
+            };
             self.tape.nodes.push(n);
             self.tape.skip.push(skip);
         }
@@ -86,6 +91,7 @@ impl<R: Real> Vm<R> {
     }
 
     /// Which operands of a node are constant leaves (see [`crate::tape::Tape::skip`]).
+    #[inline(never)]
     fn skip_bits(&self, n: &TapeNode) -> u8 {
         let (a, b) = if n.op.is_linalg() {
             let (la, lb) = self.tape.linalg(n).operand_lens();
