@@ -47,12 +47,7 @@ fn divergence(c: &mut Criterion) {
     for (name, b) in &cases {
         let mut vm = Vm::<f32>::default();
         group.bench_function(BenchmarkId::new("forward+grad", name), |bench| {
-            bench.iter(|| {
-                if let Ok(v) = vm.eval(&program, b, true) {
-                    vm.backward(v);
-                }
-                black_box(vm.grad(0).first().copied())
-            })
+            bench.iter(|| black_box(ndvm_benches::forward_grad(&mut vm, &program, b)))
         });
     }
     group.finish();

@@ -18,13 +18,7 @@ fn scalar(c: &mut Criterion) {
                 b.iter(|| black_box(vm.eval(&program, &bindings, false).map(|v| v.slot).ok()))
             });
             group.bench_function(BenchmarkId::new("forward+grad", lanes), |b| {
-                b.iter(|| {
-                    let v = vm.eval(&program, &bindings, true).ok();
-                    if let Some(v) = v {
-                        vm.backward(v);
-                    }
-                    black_box(vm.grad(0).first().copied())
-                })
+                b.iter(|| black_box(ndvm_benches::forward_grad(&mut vm, &program, &bindings)))
             });
         }
         group.finish();

@@ -122,3 +122,12 @@ impl Default for Kalman {
         Kalman::new()
     }
 }
+
+/// One forward+gradient evaluation with a reused evaluator, as a calibration step does it;
+/// returns the first gradient so the work cannot be optimized away.
+pub fn forward_grad(vm: &mut Vm<f32>, program: &Program, bindings: &Bindings<f32>) -> Option<f32> {
+    if let Ok(v) = vm.eval(program, bindings, true) {
+        vm.backward(v);
+    }
+    vm.grad(0).first().copied()
+}

@@ -352,25 +352,9 @@ impl<R: Real> Vm<R> {
         a: &[Value],
         i: usize,
     ) -> Result<u32> {
-        match self.shape(a[i]) {
-            Some(Shape::Vector(n)) => Ok(n),
-            Some(s) => Err(self.shape_error(
-                program,
-                node,
-                p,
-                format!("operand {} must be a vector, got a {s} matrix", i + 1),
-            )),
-            None => Err(self.error(
-                program,
-                node,
-                ErrorKind::Type,
-                format!(
-                    "`{}`: operand {} must be a vector, got {}",
-                    p.name(),
-                    i + 1,
-                    a[i].kind_name()
-                ),
-            )),
+        match self.operand(program, node, p, a, i, "vector")? {
+            Shape::Vector(n) => Ok(n),
+            Shape::Matrix(..) => Ok(0), // `operand` rejected it
         }
     }
 
@@ -383,26 +367,39 @@ impl<R: Real> Vm<R> {
         a: &[Value],
         i: usize,
     ) -> Result<(u32, u32)> {
-        match self.shape(a[i]) {
-            Some(Shape::Matrix(m, n)) => Ok((m, n)),
-            Some(s) => Err(self.shape_error(
-                program,
-                node,
-                p,
-                format!("operand {} must be a matrix, got a {s} vector", i + 1),
-            )),
-            None => Err(self.error(
-                program,
-                node,
-                ErrorKind::Type,
-                format!(
-                    "`{}`: operand {} must be a matrix, got {}",
-                    p.name(),
-                    i + 1,
-                    a[i].kind_name()
-                ),
-            )),
+        match self.operand(program, node, p, a, i, "matrix")? {
+            Shape::Matrix(m, n) => Ok((m, n)),
+            Shape::Vector(_) => Ok((0, 0)), // `operand` rejected it
         }
+    }
+
+    /// Operand `i`'s shape when it is a `want` ("vector" or "matrix"): the other rank is a shape
+    /// error, a non-tensor a type error.
+    fn operand(
+        &self,
+        program: &Program,
+        node: NodeId,
+        p: Prim,
+        a: &[Value],
+        i: usize,
+        want: &str,
+    ) -> Result<Shape> {
+        let Some(s) = self.shape(a[i]) else {
+            let msg = format!(
+                "`{}`: operand {} must be a {want}, got {}",
+                p.name(),
+                i + 1,
+                a[i].kind_name()
+            );
+            return Err(self.error(program, node, ErrorKind::Type, msg));
+        };
+        let is_vector = matches!(s, Shape::Vector(_));
+        if is_vector != (want == "vector") {
+            let got = if is_vector { "vector" } else { "matrix" };
+            let msg = format!("operand {} must be a {want}, got a {s} {got}", i + 1);
+            return Err(self.shape_error(program, node, p, msg));
+        }
+        Ok(s)
     }
 
     /// Operand `i` as a square matrix (its size).

@@ -145,64 +145,65 @@ pub struct Work<R> {
     pub(crate) d: Vec<R>,
 }
 
+/// Which kernel file runs an op.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Family {
+    Products,
+    Geometry,
+    Solve,
+}
+
+fn family(op: Op) -> Option<Family> {
+    match op {
+        Op::Dot | Op::VSum | Op::Trace | Op::Transpose | Op::MatMul | Op::MatVec | Op::Outer => {
+            Some(Family::Products)
+        }
+        Op::Cross | Op::Norm | Op::Normalize => Some(Family::Geometry),
+        Op::Det | Op::LogDet | Op::Inv => Some(Family::Solve),
+        _ => None,
+    }
+}
+
+/// Whether the one-lane (contiguous) kernels cover this op: products, `cross` and `norm`.
+fn has_one_lane(op: Op) -> bool {
+    family(op) == Some(Family::Products) || matches!(op, Op::Cross | Op::Norm)
+}
+
 /// Runs `node` forward over lanes `ln`; `x` is the whole primal buffer. With `record`, also
 /// fills the extra slots its VJP reads.
 pub fn forward<R: Real>(node: &LinNode, x: &mut [R], ln: Lanes, record: bool, w: &mut Work<R>) {
     let (src, dst) = x.split_at_mut(node.out as usize * ln.b);
-    if ln.b == 1 && node.op != Op::Normalize {
-        match node.op {
-            Op::Dot
-            | Op::VSum
-            | Op::Trace
-            | Op::Transpose
-            | Op::MatMul
-            | Op::MatVec
-            | Op::Outer => return products::forward_one(node, src, dst),
-            Op::Cross | Op::Norm => return geometry::forward_one(node, src, dst),
-            _ => {}
-        }
-    }
-    match node.op {
-        Op::Dot | Op::VSum | Op::Trace | Op::Transpose | Op::MatMul | Op::MatVec | Op::Outer => {
-            products::forward(node, src, dst, ln)
-        }
-        Op::Cross | Op::Norm | Op::Normalize => geometry::forward(node, src, dst, ln),
-        Op::Det | Op::LogDet | Op::Inv => solve::forward(node, src, dst, ln, record, w),
-        _ => {}
+    let one = ln.b == 1 && has_one_lane(node.op);
+    match family(node.op) {
+        Some(Family::Products) if one => products::forward_one(node, src, dst),
+        Some(Family::Products) => products::forward(node, src, dst, ln),
+        Some(Family::Geometry) if one => geometry::forward_one(node, src, dst),
+        Some(Family::Geometry) => geometry::forward(node, src, dst, ln),
+        Some(Family::Solve) => solve::forward(node, src, dst, ln, record, w),
+        None => {}
     }
 }
 
 /// Accumulates `node`'s VJP over lanes `ln` into the operands' adjoints.
 pub fn vjp<R: Real>(node: &LinNode, x: &[R], adj: &mut [R], ln: Lanes, w: &mut Work<R>) {
-    let binary = matches!(
-        node.op,
-        Op::Dot | Op::Cross | Op::MatMul | Op::MatVec | Op::Outer
-    );
+    let binary = node.operand_lens().1 > 0;
     if !node.grad_a() && (!binary || !node.grad_b()) {
         return; // every operand is a constant leaf
     }
-    if ln.b == 1 {
-        match node.op {
-            Op::Dot
-            | Op::VSum
-            | Op::Trace
-            | Op::Transpose
-            | Op::MatMul
-            | Op::MatVec
-            | Op::Outer => return products::vjp_one(node, x, adj),
-            Op::Cross | Op::Norm => return geometry::vjp_one(node, x, adj),
-            _ => {}
-        }
-    }
+    let one = ln.b == 1 && has_one_lane(node.op);
     // Operands are always allocated before the result: their adjoints lie below it.
-    let (lo, hi) = adj.split_at_mut(node.out as usize * ln.b);
-    match node.op {
-        Op::Dot | Op::VSum | Op::Trace | Op::Transpose | Op::MatMul | Op::MatVec | Op::Outer => {
-            products::vjp(node, x, lo, hi, ln)
+    match family(node.op) {
+        Some(Family::Products) if one => products::vjp_one(node, x, adj),
+        Some(Family::Geometry) if one => geometry::vjp_one(node, x, adj),
+        Some(f) => {
+            let (lo, hi) = adj.split_at_mut(node.out as usize * ln.b);
+            match f {
+                Family::Products => products::vjp(node, x, lo, hi, ln),
+                Family::Geometry => geometry::vjp(node, x, lo, hi, ln, &mut w.a),
+                Family::Solve => solve::vjp(node, x, lo, hi, ln, w),
+            }
         }
-        Op::Cross | Op::Norm | Op::Normalize => geometry::vjp(node, x, lo, hi, ln, &mut w.a),
-        Op::Det | Op::LogDet | Op::Inv => solve::vjp(node, x, lo, hi, ln, w),
-        _ => {}
+        None => {}
     }
 }
 
