@@ -90,6 +90,32 @@ impl<R: Real> Vm<R> {
         Ok(())
     }
 
+    /// Records `op` over the active lanes: output `out`, operands `a` and `b` in `form`, and
+    /// `aux` (see [`TapeNode::aux`]).
+    #[allow(clippy::too_many_arguments)]
+    #[inline]
+    pub(super) fn record_op(
+        &mut self,
+        program: &Program,
+        node: NodeId,
+        op: Op,
+        form: Form,
+        (out, a, b): (u32, u32, u32),
+        aux: u32,
+    ) -> Result<()> {
+        let lanes = self.active;
+        let n = TapeNode {
+            op,
+            form,
+            lanes,
+            out,
+            a,
+            b,
+            aux,
+        };
+        self.record(program, node, n)
+    }
+
     /// Which operands of a node are constant leaves (see [`crate::tape::Tape::skip`]).
     #[inline(never)]
     fn skip_bits(&self, n: &TapeNode) -> u8 {
@@ -141,16 +167,7 @@ impl<R: Real> Vm<R> {
             let layout = self.lane_sets.layout(self.active);
             forward1_over(op, &mut hi[..b], xs, layout, &mut self.gather);
         }
-        let n = TapeNode {
-            op,
-            form: Form::Unary,
-            lanes: self.active,
-            out,
-            a: x.slot,
-            b: 0,
-            aux: 0,
-        };
-        self.record(program, node, n)?;
+        self.record_op(program, node, op, Form::Unary, (out, x.slot, 0), 0)?;
         Ok(Value::lanes(out))
     }
 
@@ -194,19 +211,7 @@ impl<R: Real> Vm<R> {
             forward2_over(op, &mut hi[..b], arg(x), arg(y), layout, &mut self.gather);
         }
         let (form, a, c) = self.tape_operands(x, y);
-        self.record(
-            program,
-            node,
-            TapeNode {
-                op,
-                form,
-                lanes: self.active,
-                out,
-                a,
-                b: c,
-                aux: 0,
-            },
-        )?;
+        self.record_op(program, node, op, form, (out, a, c), 0)?;
         Ok(Value::lanes(out))
     }
 

@@ -18,7 +18,7 @@ use crate::prims::linalg::{self, Lanes, LinNode};
 use crate::prims::scalar::Op;
 use crate::program::{NodeId, Program};
 use crate::real::Real;
-use crate::tape::{Form, TapeNode};
+use crate::tape::Form;
 use crate::value::{Shape, Value, tag};
 
 /// An operand of an elementwise node: a constant, or lane values at consecutive slots.
@@ -235,19 +235,7 @@ impl<R: Real> Vm<R> {
             None => (Form::Unary, x.value().slot, 0),
             Some(y) => self.tape_operands(x.value(), y.value()),
         };
-        self.record(
-            program,
-            node,
-            TapeNode {
-                op,
-                form,
-                lanes: self.active,
-                out,
-                a,
-                b: c,
-                aux: n,
-            },
-        )
+        self.record_op(program, node, op, form, (out, a, c), n)
     }
 
     /// Runs a linear-algebra op and records it; the result is a number or a tensor of `shape`.
@@ -291,19 +279,8 @@ impl<R: Real> Vm<R> {
                 Form::Unary
             };
             let dims = (self.tape.dims.len() - 1) as u32;
-            self.record(
-                program,
-                node,
-                TapeNode {
-                    op,
-                    form,
-                    lanes: self.active,
-                    out: ln.out,
-                    a: ln.a,
-                    b: ln.b,
-                    aux: dims,
-                },
-            )?;
+            let slots = (ln.out, ln.a, ln.b);
+            self.record_op(program, node, op, form, slots, dims)?;
         }
         Ok(match shape {
             Some(s) => self.tensor(s, ln.out),
