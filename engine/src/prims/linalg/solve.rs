@@ -192,7 +192,7 @@ pub fn forward<R: Real>(
 ) {
     match node.n {
         1 => closed_forward::<1, 1, R>(node, src, dst, ln),
-        2 => forward_2x2(node, src, dst, ln),
+        2 => closed_forward::<2, 4, R>(node, src, dst, ln),
         3 => closed_forward::<3, 9, R>(node, src, dst, ln),
         _ => lu_forward(node, src, dst, ln, record, w),
     }
@@ -206,11 +206,13 @@ fn closed_forward<const N: usize, const N2: usize, R: Real>(
     dst: &mut [R],
     ln: Lanes,
 ) {
-    let s: [&[R]; N2] = std::array::from_fn(|e| &src[ln.at(node.a, e as u32)]);
+    // Every slice cut to one length, so the lane loops vectorize.
+    let len = ln.len();
+    let s: [&[R]; N2] = std::array::from_fn(|e| &src[ln.at(node.a, e as u32)][..len]);
     let lane = |l: usize| -> [R; N2] { std::array::from_fn(|e| s[e][l]) };
     match node.op {
         Op::Det | Op::LogDet => {
-            let o = &mut dst[ln.at(0, 0)];
+            let o = &mut dst[ln.at(0, 0)][..len];
             for (l, o) in o.iter_mut().enumerate() {
                 let d = closed_det(N, &lane(l), None);
                 *o = if node.op == Op::Det { d } else { d.abs().ln() };
@@ -218,7 +220,7 @@ fn closed_forward<const N: usize, const N2: usize, R: Real>(
         }
         Op::Inv => {
             let mut outs = element_slices::<N2, R>(dst, 0, ln);
-            for l in 0..ln.len() {
+            for l in 0..len {
                 let z = closed_inverse::<N, N2, R>(&lane(l));
                 for (o, z) in outs.iter_mut().zip(z) {
                     o[l] = z;
@@ -226,78 +228,6 @@ fn closed_forward<const N: usize, const N2: usize, R: Real>(
             }
         }
         _ => {}
-    }
-}
-
-/// The four elements `[a b; c d]` of a 2x2 matrix over the lanes, cut to one length.
-fn elements_2x2<R>(x: &[R], slot: u32, ln: Lanes) -> [&[R]; 4] {
-    let len = ln.len();
-    std::array::from_fn(|e| &x[ln.at(slot, e as u32)][..len])
-}
-
-/// 2x2, the common case (Kalman filters): [`closed_det`] and [`closed_inverse`] written on lane
-/// slices so the loops vectorize; the arithmetic is identical, so results are too.
-fn forward_2x2<R: Real>(node: &LinNode, src: &[R], dst: &mut [R], ln: Lanes) {
-    let [a, b, c, d] = elements_2x2(src, node.a, ln);
-    let len = ln.len();
-    match node.op {
-        Op::Det | Op::LogDet => {
-            let o = &mut dst[ln.at(0, 0)][..len];
-            for l in 0..len {
-                let det = a[l] * d[l] - b[l] * c[l];
-                o[l] = if node.op == Op::Det {
-                    det
-                } else {
-                    det.abs().ln()
-                };
-            }
-        }
-        Op::Inv => {
-            let [z0, z1, z2, z3] = element_slices::<4, R>(dst, 0, ln);
-            let (z0, z1, z2, z3) = (
-                &mut z0[..len],
-                &mut z1[..len],
-                &mut z2[..len],
-                &mut z3[..len],
-            );
-            for l in 0..len {
-                let det = a[l] * d[l] - b[l] * c[l];
-                let z = |k: R| if det == R::zero() { R::nan() } else { k / det };
-                z0[l] = z(d[l]);
-                z1[l] = z(-b[l]);
-                z2[l] = z(-c[l]);
-                z3[l] = z(a[l]);
-            }
-        }
-        _ => {}
-    }
-}
-
-/// 2x2 `det` and `logdet` VJPs on lane slices (the arithmetic of [`closed_vjp`]).
-fn vjp_2x2<R: Real>(node: &LinNode, x: &[R], lo: &mut [R], hi: &[R], ln: Lanes) {
-    let [a, b, c, d] = elements_2x2(x, node.a, ln);
-    let len = ln.len();
-    let g = &hi[ln.at(0, 0)][..len];
-    let [o0, o1, o2, o3] = element_slices::<4, R>(lo, node.a, ln);
-    let (o0, o1, o2, o3) = (
-        &mut o0[..len],
-        &mut o1[..len],
-        &mut o2[..len],
-        &mut o3[..len],
-    );
-    for l in 0..len {
-        // The cofactors [d -c; -b a], or for logdet A⁻ᵀ = cofactors / det (NaN when singular).
-        let k = [d[l], -c[l], -b[l], a[l]];
-        let k = if node.op == Op::Det {
-            k
-        } else {
-            let det = a[l] * d[l] - b[l] * c[l];
-            k.map(|k| if det == R::zero() { R::nan() } else { k / det })
-        };
-        o0[l] = o0[l] + g[l] * k[0];
-        o1[l] = o1[l] + g[l] * k[1];
-        o2[l] = o2[l] + g[l] * k[2];
-        o3[l] = o3[l] + g[l] * k[3];
     }
 }
 
@@ -385,7 +315,7 @@ pub fn vjp<R: Real>(node: &LinNode, x: &[R], lo: &mut [R], hi: &[R], ln: Lanes, 
         // costs less than storing them.
         Op::Det | Op::LogDet if n <= 3 => match n {
             1 => closed_vjp::<1, 1, R>(node, x, lo, hi, ln),
-            2 => vjp_2x2(node, x, lo, hi, ln),
+            2 => closed_vjp::<2, 4, R>(node, x, lo, hi, ln),
             _ => closed_vjp::<3, 9, R>(node, x, lo, hi, ln),
         },
         Op::Det => {
@@ -448,10 +378,11 @@ fn closed_vjp<const N: usize, const N2: usize, R: Real>(
     hi: &[R],
     ln: Lanes,
 ) {
-    let g = &hi[ln.at(0, 0)];
-    let a: [&[R]; N2] = std::array::from_fn(|e| &x[ln.at(node.a, e as u32)]);
+    let len = ln.len();
+    let g = &hi[ln.at(0, 0)][..len];
+    let a: [&[R]; N2] = std::array::from_fn(|e| &x[ln.at(node.a, e as u32)][..len]);
     let mut outs = element_slices::<N2, R>(lo, node.a, ln);
-    for l in 0..ln.len() {
+    for l in 0..len {
         let m: [R; N2] = std::array::from_fn(|e| a[e][l]);
         let d = if node.op == Op::Det {
             let mut k = [R::zero(); N2];
