@@ -150,6 +150,28 @@ const PROGRAMS: &[(&str, &str, &[&str])] = &[
         "(let ((A (if (> x 0) (mat [a x] [x b]) (mat [b 1] [0 a])))) (+ (logdet (+ A (scale 3 (eye 2)))) (trace (inv (+ A (eye 2))))))",
         &["x", "a", "b"],
     ),
+    // A value made before the branch, returned by it and also used after it: the merge must
+    // reach its adjoint in the order a lone run does (found by `ndvm fuzz`, see merge.rs).
+    (
+        "old_value_reused_after_branch",
+        "(/ (if (> x -0.464) x b) (cos (+ x x)))",
+        &["x", "b"],
+    ),
+    (
+        "same_old_value_on_both_sides",
+        "(* (if (> x 0) a a) (+ a (* a x) a))",
+        &["x", "a"],
+    ),
+    (
+        "old_list_elements_reused_after_branch",
+        "(let ((l (list a x))) (* (if (> x 0) (car l) (cadr l)) (+ (car l) (cadr l) (car l))))",
+        &["x", "a"],
+    ),
+    (
+        "old_tensor_reused_after_branch",
+        "(let ((v (vec a x b))) (dot (if (> x 0) v (scale 2 v)) (+ v (* v x) v)))",
+        &["x", "a", "b"],
+    ),
     (
         "tensor_lu_in_loop_per_lane_exit",
         "(loop ((k 0) (M (mat [4 a 0 1] [1 4 b 0] [0 1 4 x] [x 0 1 4])) (s 0)) (if (> k (* 2 a)) (+ s (det M)) (recur (+ k 1) (matmul M (scale 0.25 (inv (+ M (eye 4))))) (+ s (logdet M)))))",

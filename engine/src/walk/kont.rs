@@ -25,6 +25,10 @@ pub enum Kont {
     Native { idx: u32 },
     /// A split branch waiting for one of its sides.
     Merge { idx: u32 },
+    /// An `if` decided the same way in every active lane, waiting for its value: a number or
+    /// tensor older than `watermark` (the first payload slot allocated after the decision) is
+    /// copied, as a split branch's merge would (see `merge.rs`). Tail `if`s share one.
+    IfExit { node: NodeId, watermark: u32 },
 }
 
 /// The state of a prelude procedure that calls back into the program.

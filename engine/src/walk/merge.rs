@@ -8,6 +8,15 @@
 //! lane's gradient. Structure cannot differ across lanes: two different pairs, closures, kinds or
 //! shapes at a merge are a divergence error naming the form.
 //!
+//! **Lane independence** (§9.1) needs one more rule. A merge routes its adjoint to the side a lane
+//! took when the backward pass reaches the merge, whereas a lone run would have added each later
+//! use's contribution straight into that value's adjoint as it came: when the value existed before
+//! the branch (a variable, a list element, a loop variable at the exit) and is also used elsewhere,
+//! the two orders round differently. So an `if` decided the same way in every lane also copies an
+//! older number or tensor it returns ([`Kont::IfExit`]), and a split merges even a value that is
+//! the same on both sides. A value made inside the branch needs neither: its adjoint is still zero
+//! when the merge or copy runs, and adding to zero is exact.
+//!
 //! A split branch is not a tail position: a [`Kont::Merge`] waits below both sides, and tail calls
 //! inside a side may not pop the frames beneath it. A loop whose exit test splits therefore
 //! continues with the remaining lanes one nesting level deeper (§9.3); the nesting counts toward
@@ -51,8 +60,12 @@ impl<R: Real> Vm<R> {
             return Ok(Next::Return(test));
         };
         match self.split(node, test) {
-            Split::All(true) => Ok(Next::Eval(then)),
-            Split::All(false) => Ok(Next::Eval(els)),
+            Split::All(b) => {
+                if self.record {
+                    self.watch_exit(node);
+                }
+                Ok(Next::Eval(if b { then } else { els }))
+            }
             Split::Mixed { then_set, else_set } => {
                 self.nest(program, node)?;
                 self.merges.push(Merge {
@@ -71,6 +84,37 @@ impl<R: Real> Vm<R> {
                 Ok(Next::Eval(then))
             }
         }
+    }
+
+    /// Waits for the value of a uniformly decided `if`; an `if` in tail position of another
+    /// shares its wait (so tail calls stay in constant space) and raises its watermark.
+    fn watch_exit(&mut self, node: NodeId) {
+        let watermark = self.payload.slots() as u32;
+        match self.konts.last_mut() {
+            Some(Kont::IfExit {
+                node: n,
+                watermark: w,
+            }) => {
+                *n = node;
+                *w = watermark;
+            }
+            _ => self.push(Kont::IfExit { node, watermark }),
+        }
+    }
+
+    /// The value of a uniformly decided `if`: copied when it is a number or tensor older than the
+    /// decision, as a merge would route it.
+    pub(super) fn if_exit(
+        &mut self,
+        program: &Program,
+        node: NodeId,
+        watermark: u32,
+        v: Value,
+    ) -> Result<Next> {
+        if v.slot >= watermark || !(v.tag == tag::NUM || self.shape(v).is_some()) {
+            return Ok(Next::Return(v));
+        }
+        Ok(Next::Return(self.copy_value(program, node, v)?))
     }
 
     /// Classifies a test over the active lanes, recording a branch guard for per-lane tests.
@@ -125,9 +169,10 @@ impl<R: Real> Vm<R> {
 
     /// The per-lane merge of a split branch's two results (LANGUAGE.md §9.4).
     fn merge_values(&mut self, program: &Program, st: &Merge, a: Value, b: Value) -> Result<Value> {
-        if a == b {
-            // The same value on both sides: the same structure, constant, or lane value (equal in
-            // every lane, and gradients reach it exactly as in a lone run).
+        let numeric = a.tag == tag::NUM || self.shape(a).is_some();
+        if a == b && !numeric {
+            // The same structure or constant on both sides. (The same number or tensor is merged
+            // like any other, as a lone run copies it: see the module docs.)
             return Ok(a);
         }
         if a.is_number() && b.is_number() {

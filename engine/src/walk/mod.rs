@@ -494,6 +494,7 @@ impl<R: Real> Vm<R> {
             }
             Kont::Native { idx } => self.native_resume(program, idx, v),
             Kont::Merge { idx } => self.merge_resume(program, idx, v),
+            Kont::IfExit { node, watermark } => self.if_exit(program, node, watermark, v),
         }
     }
 

@@ -238,6 +238,27 @@ impl<R: Real> Vm<R> {
         self.record_op(program, node, op, form, (out, a, c), n)
     }
 
+    /// A copy of a number or tensor in fresh slots, recorded as one `Copy` node.
+    pub(super) fn copy_value(
+        &mut self,
+        program: &Program,
+        node: NodeId,
+        v: Value,
+    ) -> Result<Value> {
+        let n = self.shape(v).map_or(1, |s| s.len());
+        let out = self.alloc_slots(program, n as usize, node)?;
+        self.elementwise(
+            program,
+            node,
+            Op::Copy,
+            out,
+            Operand::Slots(v.slot),
+            None,
+            n,
+        )?;
+        Ok(Value { slot: out, ..v })
+    }
+
     /// Runs a linear-algebra op and records it; the result is a number or a tensor of `shape`.
     #[allow(clippy::too_many_arguments)]
     fn linalg(
