@@ -4,6 +4,7 @@
 //! limit), 2 usage error (bad flags, unreadable files, inconsistent bindings).
 
 mod diagnostics;
+mod fuzz;
 mod output;
 mod run;
 
@@ -25,6 +26,9 @@ struct Cli {
 enum Command {
     /// Evaluate a program over lanes, optionally with per-lane gradients.
     Run(run::RunArgs),
+    /// Differential testing: generate programs, check them against the independent oracle
+    /// (gates G1-G4) and print the feature-coverage table. Exits 1 if any program fails.
+    Fuzz(fuzz::FuzzArgs),
 }
 
 /// A failure of the CLI: either a program error (exit 1) or a usage error (exit 2).
@@ -38,6 +42,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let outcome = match cli.command {
         Command::Run(args) => run::run(args),
+        Command::Fuzz(args) => fuzz::fuzz(args),
     };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,0 +1,440 @@
+//! A campaign: generate `n` programs from a seed, check each against the oracle and the gates,
+//! and tabulate coverage per feature family.
+//!
+//! Program `i` is generated from a seed derived from the campaign seed and `i` (and an attempt
+//! number): a program the oracle finds unsuitable — a value or gradient beyond 1e6, no
+//! parameter dependence, or a branch test within 0.02 of switching — is regenerated from the
+//! next attempt's seed, and the rejection is counted. Programs are checked in parallel (rayon),
+//! each independently, and collected in order, so a report is the same for every thread count.
+
+use crate::feature::Feature;
+use crate::gates::{Engines, Gate, Verdict, check};
+use crate::generate::{Generated, generate};
+use crate::minimize::minimize;
+use crate::oracle::{self, OracleResult};
+use crate::sexpr::program_text;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use rayon::prelude::*;
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// What to run.
+#[derive(Clone, Debug)]
+pub struct Campaign {
+    /// Number of programs.
+    pub n: usize,
+    /// The campaign seed: the same seed gives the same programs and the same report.
+    pub seed: u64,
+    /// Worker threads (0: rayon's default, one per core).
+    pub threads: usize,
+    /// Shrink failing programs before reporting them.
+    pub minimize: bool,
+}
+
+impl Default for Campaign {
+    fn default() -> Self {
+        Campaign {
+            n: 500,
+            seed: 1234,
+            threads: 0,
+            minimize: true,
+        }
+    }
+}
+
+/// Smallest accepted switching margin, in parameter space (see `oracle::OracleResult::margin`).
+pub const MIN_MARGIN: f64 = 0.02;
+/// Largest accepted |value| and |gradient|.
+pub const MAX_MAGNITUDE: f64 = 1e6;
+/// Largest accepted intermediate value: well inside f32's range even when squared, so an f32 walk
+/// never overflows in a part of the program whose value is then dropped. (An overflow there
+/// still poisons the f32 gradient with 0·inf = NaN; see the differential-testing notes.)
+pub const MAX_PEAK: f64 = 1e15;
+const MAX_ATTEMPTS: u64 = 64;
+
+/// One checked program, in the reference corpus's format (`fuzz/seed1234_n200.jsonl`).
+#[derive(Clone, Debug, Serialize)]
+pub struct Case {
+    pub id: usize,
+    pub src: String,
+    pub params: BTreeMap<String, f64>,
+    pub features: Vec<&'static str>,
+    pub fwd_oracle: f64,
+    pub grad_oracle: BTreeMap<String, f64>,
+    pub grad_fd: BTreeMap<String, f64>,
+}
+
+/// A program that failed a gate (or that the generator could not make).
+#[derive(Clone, Debug, Serialize)]
+pub struct Failure {
+    pub id: usize,
+    /// `G1`…`G4`, or `generator`.
+    pub gate: String,
+    pub detail: String,
+    pub src: String,
+    pub params: BTreeMap<String, f64>,
+    /// The smallest program found that still fails the same gate.
+    pub minimized: Option<String>,
+}
+
+/// One row of the coverage table: programs using the family and how many passed each gate.
+#[derive(Clone, Debug, Serialize, PartialEq, Eq)]
+pub struct FamilyRow {
+    pub family: &'static str,
+    pub programs: usize,
+    pub g1: usize,
+    pub g2: usize,
+    pub g3: usize,
+    pub g4: usize,
+}
+
+/// The outcome of a campaign. Everything in it is deterministic.
+#[derive(Clone, Debug, Serialize)]
+pub struct Report {
+    pub seed: u64,
+    pub n: usize,
+    /// Programs checked (always `n`).
+    pub checked: usize,
+    /// Generated programs the oracle turned away, by reason.
+    pub rejected: BTreeMap<&'static str, usize>,
+    /// Programs whose G4 batch diverged structurally with widely spread lanes (then rerun close).
+    pub g4_divergent: usize,
+    /// Programs too ill-conditioned for f32 (see [`f32_conditioned`]): G1 and G2 in f64 only.
+    pub f64_only: usize,
+    /// Programs whose G3 differences straddled a branch switch (counted as passing G3).
+    pub g3_inconclusive: usize,
+    /// Passes per gate over all programs.
+    pub gates: BTreeMap<&'static str, usize>,
+    pub families: Vec<FamilyRow>,
+    pub failures: Vec<Failure>,
+    /// The checked programs with their oracle values (written as `corpus.jsonl`).
+    #[serde(skip)]
+    pub corpus: Vec<Case>,
+}
+
+impl Report {
+    /// Whether every program passed every gate.
+    pub fn passed(&self) -> bool {
+        self.failures.is_empty()
+    }
+
+    /// The coverage table as text: one row per family, pass rates per gate.
+    pub fn table(&self) -> String {
+        let mut out = format!(
+            "{:<22} {:>8} {:>8} {:>8} {:>8} {:>8}\n",
+            "family", "programs", "G1", "G2", "G3", "G4"
+        );
+        let pct = |k: usize, n: usize| {
+            if n == 0 {
+                "-".to_string()
+            } else {
+                format!("{:.1}%", 100.0 * k as f64 / n as f64)
+            }
+        };
+        for r in &self.families {
+            out.push_str(&format!(
+                "{:<22} {:>8} {:>8} {:>8} {:>8} {:>8}\n",
+                r.family,
+                r.programs,
+                pct(r.g1, r.programs),
+                pct(r.g2, r.programs),
+                pct(r.g3, r.programs),
+                pct(r.g4, r.programs)
+            ));
+        }
+        let g = |k: &str| pct(self.gates.get(k).copied().unwrap_or(0), self.checked);
+        out.push_str(&format!(
+            "{:<22} {:>8} {:>8} {:>8} {:>8} {:>8}\n",
+            "all",
+            self.checked,
+            g("G1"),
+            g("G2"),
+            g("G3"),
+            g("G4")
+        ));
+        out
+    }
+}
+
+/// The seed of program `i`, attempt `a` (SplitMix64 of the three).
+fn case_seed(seed: u64, i: usize, a: u64) -> u64 {
+    let mut z = seed
+        ^ (i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)
+        ^ a.wrapping_mul(0xD1B5_4A32_D192_ED03);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// Why the oracle turns a generated program away, if it does.
+pub fn unsuitable(o: &OracleResult) -> Option<&'static str> {
+    let big = |x: f64| !x.is_finite() || x.abs() > MAX_MAGNITUDE;
+    if big(o.value) || o.grad.iter().any(|&g| big(g)) || o.peak > MAX_PEAK {
+        Some("large")
+    } else if o.grad.iter().all(|&g| g == 0.0) {
+        Some("constant")
+    } else if o.margin < MIN_MARGIN {
+        Some("near a switch")
+    } else {
+        None
+    }
+}
+
+/// Whether an f32 walk can be held to the reference's tolerances. Two perturbed oracle runs
+/// stand in for f32's errors: one with every parameter moved by about eight f32 ulps (2⁻²⁰
+/// relative, signs alternating: input rounding), one with every intermediate value and derivative
+/// that depends on a parameter perturbed by ±2⁻²⁴ (stochastic arithmetic: rounding in every
+/// operation). If either moves the value or gradient by a tenth of G1's or G2's f32 tolerance,
+/// rounding alone could break them, and the program is checked in f64 only.
+pub fn f32_conditioned(src: &str, params: &[(String, f64)], o: &OracleResult) -> bool {
+    let nudged: Vec<(String, f64)> = params
+        .iter()
+        .enumerate()
+        .map(|(i, (n, p))| {
+            let sign = if i % 2 == 0 { 1.0 } else { -1.0 };
+            (n.clone(), p + sign * p.abs().max(1.0) * 2f64.powi(-20))
+        })
+        .collect();
+    let moved = |m: &OracleResult| {
+        let far = |a: f64, b: f64, tol: f64| {
+            let err = (a - b).abs();
+            err.is_nan() || err > 0.1 * tol * (1.0 + b.abs())
+        };
+        far(m.value, o.value, 1e-4) || m.grad.iter().zip(&o.grad).any(|(&a, &b)| far(a, b, 2e-3))
+    };
+    let runs = [
+        oracle::evaluate(src, &nudged),
+        oracle::evaluate_with_noise(src, params, 2f64.powi(-24), 0x9E37_79B9),
+    ];
+    runs.iter().all(|r| r.as_ref().is_ok_and(|m| !moved(m)))
+}
+
+/// What happened to program `i`.
+struct Outcome {
+    case: Option<Case>,
+    features: Vec<Feature>,
+    verdict: Verdict,
+    /// Whether the f32 walk was compared too.
+    f32: bool,
+    generated: Option<Generated>,
+    failure: Option<Failure>,
+    rejected: Vec<&'static str>,
+}
+
+fn run_case(engines: &mut Engines, seed: u64, i: usize) -> Outcome {
+    let mut rejected = Vec::new();
+    for a in 0..MAX_ATTEMPTS {
+        let s = case_seed(seed, i, a);
+        let g = generate(s);
+        let o = match oracle::evaluate(&g.src, &g.params) {
+            Ok(o) => o,
+            Err(e) => {
+                return Outcome {
+                    failure: Some(failure(
+                        i,
+                        "generator",
+                        format!("the oracle rejects it: {e}"),
+                        &g,
+                    )),
+                    case: None,
+                    features: g.features.iter().copied().collect(),
+                    verdict: Verdict::default(),
+                    f32: false,
+                    generated: Some(g),
+                    rejected,
+                };
+            }
+        };
+        if let Some(reason) = unsuitable(&o) {
+            rejected.push(reason);
+            continue;
+        }
+        let spread = spread(s, g.params.len());
+        let f32 = f32_conditioned(&g.src, &g.params, &o);
+        let verdict = check(engines, &g.src, &g.params, &o, &spread, f32);
+        let names = || g.params.iter().map(|(n, _)| n.clone());
+        let case = Case {
+            id: i,
+            src: g.src.clone(),
+            params: g.params.iter().cloned().collect(),
+            features: g.features.iter().map(|f| f.name()).collect(),
+            fwd_oracle: o.value,
+            grad_oracle: names().zip(o.grad.iter().copied()).collect(),
+            grad_fd: names().zip(verdict.grad_fd.iter().copied()).collect(),
+        };
+        let failure = verdict.failures.first().map(|(gate, detail)| {
+            let all: Vec<String> = verdict
+                .failures
+                .iter()
+                .map(|(g, m)| format!("{g:?}: {m}"))
+                .collect();
+            let _ = detail;
+            failure(i, &format!("{gate:?}"), all.join("; "), &g)
+        });
+        return Outcome {
+            case: Some(case),
+            features: g.features.iter().copied().collect(),
+            verdict,
+            f32,
+            generated: Some(g),
+            failure,
+            rejected,
+        };
+    }
+    Outcome {
+        case: None,
+        features: Vec::new(),
+        verdict: Verdict::default(),
+        f32: false,
+        generated: None,
+        failure: Some(Failure {
+            id: i,
+            gate: "generator".into(),
+            detail: format!("no acceptable program in {MAX_ATTEMPTS} attempts"),
+            src: String::new(),
+            params: BTreeMap::new(),
+            minimized: None,
+        }),
+        rejected,
+    }
+}
+
+fn failure(id: usize, gate: &str, detail: String, g: &Generated) -> Failure {
+    Failure {
+        id,
+        gate: gate.into(),
+        detail,
+        src: g.src.clone(),
+        params: g.params.iter().cloned().collect(),
+        minimized: None,
+    }
+}
+
+/// G4's lane offsets: three lanes, one offset in ±0.3 per parameter.
+fn spread(seed: u64, params: usize) -> [Vec<f64>; 3] {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x5EED);
+    let mut lane = || {
+        (0..params)
+            .map(|_| rng.random_range(-0.3..0.3))
+            .collect::<Vec<f64>>()
+    };
+    [lane(), lane(), lane()]
+}
+
+/// Runs a campaign; `progress` is called with the number of programs finished so far.
+pub fn campaign(c: &Campaign, progress: impl Fn(usize) + Sync) -> Report {
+    let done = AtomicUsize::new(0);
+    let work = || {
+        (0..c.n)
+            .into_par_iter()
+            .map_init(Engines::default, |engines, i| {
+                let out = run_case(engines, c.seed, i);
+                progress(done.fetch_add(1, Ordering::Relaxed) + 1);
+                out
+            })
+            .collect::<Vec<Outcome>>()
+    };
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(c.threads)
+        .stack_size(32 << 20)
+        .build();
+    let outcomes = match pool {
+        Ok(pool) => pool.install(work),
+        Err(_) => work(),
+    };
+    summarize(c, outcomes)
+}
+
+fn summarize(c: &Campaign, outcomes: Vec<Outcome>) -> Report {
+    let mut rejected = BTreeMap::new();
+    let mut gates: BTreeMap<&'static str, usize> = BTreeMap::new();
+    let mut rows: Vec<FamilyRow> = Feature::ALL
+        .iter()
+        .map(|f| FamilyRow {
+            family: f.name(),
+            programs: 0,
+            g1: 0,
+            g2: 0,
+            g3: 0,
+            g4: 0,
+        })
+        .collect();
+    let mut failures = Vec::new();
+    let mut corpus = Vec::new();
+    let mut g4_divergent = 0;
+    let mut f64_only = 0;
+    let mut g3_inconclusive = 0;
+    for out in outcomes {
+        g3_inconclusive += usize::from(out.verdict.g3_inconclusive);
+        f64_only += usize::from(out.case.is_some() && !out.f32);
+        for r in &out.rejected {
+            *rejected.entry(*r).or_insert(0) += 1;
+        }
+        let ok = |g: Gate| {
+            out.failure.as_ref().is_none_or(|f| f.gate != "generator") && out.verdict.passed(g)
+        };
+        for (g, name) in Gate::ALL.iter().zip(["G1", "G2", "G3", "G4"]) {
+            *gates.entry(name).or_insert(0) += usize::from(ok(*g));
+        }
+        for f in &out.features {
+            let row = &mut rows[Feature::ALL.iter().position(|x| x == f).unwrap_or(0)];
+            row.programs += 1;
+            row.g1 += usize::from(ok(Gate::G1));
+            row.g2 += usize::from(ok(Gate::G2));
+            row.g3 += usize::from(ok(Gate::G3));
+            row.g4 += usize::from(ok(Gate::G4));
+        }
+        g4_divergent += usize::from(out.verdict.divergent);
+        if let Some(mut f) = out.failure {
+            if c.minimize
+                && let Some(g) = &out.generated
+            {
+                f.minimized = minimize_failure(g, &f.gate).map(|forms| program_text(&forms));
+            }
+            failures.push(f);
+        }
+        corpus.extend(out.case);
+    }
+    Report {
+        seed: c.seed,
+        n: c.n,
+        checked: c.n,
+        rejected,
+        g4_divergent,
+        f64_only,
+        g3_inconclusive,
+        gates,
+        families: rows,
+        failures,
+        corpus,
+    }
+}
+
+/// Shrinks a failing program while the oracle still accepts it and the same gate still fails.
+fn minimize_failure(g: &Generated, gate: &str) -> Option<Vec<crate::sexpr::Sx>> {
+    if gate == "generator" {
+        return None;
+    }
+    let mut engines = Engines::default();
+    let spread = spread(0, g.params.len());
+    let reduced = minimize(&g.forms, |src| {
+        let Ok(o) = oracle::evaluate(src, &g.params) else {
+            return false;
+        };
+        if unsuitable(&o).is_some() {
+            return false;
+        }
+        let v = check(
+            &mut engines,
+            src,
+            &g.params,
+            &o,
+            &spread,
+            f32_conditioned(src, &g.params, &o),
+        );
+        v.first_failure().is_some_and(|f| format!("{f:?}") == gate)
+    });
+    (reduced != g.forms).then_some(reduced)
+}

@@ -1,0 +1,127 @@
+//! Bad input: mutated programs (byte flips, truncation, deleted and duplicated parentheses,
+//! spliced atoms with huge and non-finite literals, swapped atoms, deep nesting) each give a
+//! value or a clean error under small limits — never a panic, a hang or unbounded memory.
+//!
+//! Memory is bounded for real: the test runs under a capped global allocator, so an
+//! allocation beyond the cap aborts the test process instead of passing silently.
+//! `NDVM_MUTATIONS=100000 cargo test --release -p ndvm-difftest --test mutations` runs the
+//! full count.
+
+use cap::Cap;
+use ndvm_difftest::mutate::mutate;
+use ndvm_difftest::untrusted;
+use ndvm_engine::prelude::*;
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use std::alloc::System;
+use std::path::{Path, PathBuf};
+
+#[global_allocator]
+static ALLOCATOR: Cap<System> = Cap::new(System, usize::MAX);
+
+/// Far above what the small limits allow a walk (16 MiB of payload, 10^5 heap cells and tape
+/// nodes), far below what a runaway allocation would take.
+const MEMORY_CAP: usize = 1 << 30;
+
+/// Valid programs to mutate: the golden corpus, the conformance programs, the reference fuzz
+/// corpus and generated programs.
+fn seeds() -> Vec<String> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(root.join("../engine/tests/golden"))
+        .expect("golden")
+        .flatten()
+    {
+        out.push(std::fs::read_to_string(e.path()).expect("read"));
+    }
+    let shared = std::env::var("NDVM_SHARED_DATA")
+        .map_or_else(|_| root.join("../../shared/data"), PathBuf::from);
+    let refs = std::fs::read_to_string(shared.join("conformance/oracle_refs.json")).expect("refs");
+    // Python wrote the oracle's non-finite numbers as bare NaN/Infinity; only `src` is needed.
+    let refs = refs
+        .replace("-Infinity", "null")
+        .replace("Infinity", "null")
+        .replace("NaN", "null");
+    let refs: serde_json::Value = serde_json::from_str(&refs).expect("json");
+    for p in refs["programs"].as_array().expect("programs") {
+        out.push(p["src"].as_str().unwrap_or("").to_string());
+    }
+    let fuzz = std::fs::read_to_string(shared.join("fuzz/seed1234_n200.jsonl")).expect("corpus");
+    for line in fuzz.lines().take(60) {
+        let p: serde_json::Value = serde_json::from_str(line).expect("json");
+        out.push(p["src"].as_str().unwrap_or("").to_string());
+    }
+    out.sort();
+    out.extend((0..60).map(|s| ndvm_difftest::generate::generate(s).src));
+    out
+}
+
+#[test]
+fn mutated_programs_never_panic_hang_or_grow_memory() {
+    let count: usize = std::env::var("NDVM_MUTATIONS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(12_000);
+    let seeds = seeds();
+    let baseline = ALLOCATOR.allocated();
+    ALLOCATOR
+        .set_limit(baseline + MEMORY_CAP)
+        .expect("set the memory cap");
+    let mut rng = ChaCha8Rng::seed_from_u64(20261122);
+    let b32 = untrusted::bindings::<f32>();
+    let b64 = untrusted::bindings::<f64>();
+    let mut vm32 = Vm::<f32>::new(Limits::small());
+    let mut vm64 = Vm::<f64>::new(Limits::small());
+    let mut refused = 0usize;
+    let mut kinds = std::collections::BTreeSet::new();
+    for k in 0..count {
+        let src = mutate(&seeds[k % seeds.len()], &mut rng);
+        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            // A reused VM, as a long-running host would keep one.
+            let e = untrusted::run(&mut vm32, &src, &b32);
+            if k % 4 == 0 {
+                untrusted::run(&mut vm64, &src, &b64);
+            }
+            e
+        }));
+        match outcome {
+            Ok(Some(kind)) => {
+                refused += 1;
+                kinds.insert(kind.name());
+            }
+            Ok(None) => {}
+            Err(_) => {
+                let shown: String = src.chars().take(600).collect();
+                panic!("mutated program #{k} panicked:\n{shown}");
+            }
+        }
+    }
+    assert!(
+        refused > count / 10,
+        "mutations should produce many errors ({refused})"
+    );
+    for kind in ["syntax", "unbound", "type"] {
+        assert!(kinds.contains(kind), "no {kind} error among {kinds:?}");
+    }
+    // Reused VMs keep their buffers, but nothing grows with the number of programs run.
+    assert!(
+        ALLOCATOR.allocated() < baseline + (256 << 20),
+        "{} bytes still allocated",
+        ALLOCATOR.allocated() - baseline
+    );
+}
+
+#[test]
+fn the_fuzz_entry_point_takes_any_bytes() {
+    for bytes in [
+        &b""[..],
+        b"\xff\xfe(",
+        b"(((((((",
+        b"(loop ((i 0)) (recur (+ i 1)))",
+        b"(inv (eye 300))",
+        b"(define (f x) (f (+ x 1))) (f 0)",
+        b"(vec 1e39 -0 +nan.0)",
+    ] {
+        untrusted::run_bytes(bytes);
+    }
+}

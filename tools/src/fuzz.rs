@@ -1,0 +1,128 @@
+//! `ndvm fuzz`: differential testing of the engine against the independent oracle.
+//!
+//! Generates `--n` programs from `--seed`, checks each through gates G1–G4
+//! (`ndvm_difftest::gates`), prints the feature-coverage table and any failing program
+//! (minimized), optionally freezes the corpus and report under `--out`, and exits 1 if any
+//! program failed a gate.
+
+use crate::Failure;
+use clap::Args;
+use indicatif::{ProgressBar, ProgressStyle};
+use ndvm_difftest::prelude::*;
+use std::io::Write;
+use std::path::PathBuf;
+use std::time::Instant;
+
+#[derive(Args, Debug)]
+pub struct FuzzArgs {
+    /// Number of programs to generate and check.
+    #[arg(long, value_name = "N", default_value_t = 500)]
+    n: usize,
+    /// Campaign seed: the same seed gives the same programs and the same report.
+    #[arg(long, value_name = "S", default_value_t = 1234)]
+    seed: u64,
+    /// Write `corpus.jsonl` (every checked program with its oracle values) and `report.json` here.
+    #[arg(long, value_name = "DIR")]
+    out: Option<PathBuf>,
+    /// Worker threads (default: one per core). The report is the same for every count.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    threads: usize,
+    /// Print the report as JSON instead of a table.
+    #[arg(long)]
+    json: bool,
+    /// Report failing programs as generated, without shrinking them.
+    #[arg(long)]
+    no_minimize: bool,
+}
+
+pub fn fuzz(args: FuzzArgs) -> Result<(), Failure> {
+    let campaign = Campaign {
+        n: args.n,
+        seed: args.seed,
+        threads: args.threads,
+        minimize: !args.no_minimize,
+    };
+    // Drawn on standard error, and hidden when that is not a terminal.
+    let bar = ProgressBar::new(args.n as u64);
+    bar.set_style(
+        ProgressStyle::with_template("{bar:40} {pos}/{len} programs ({per_sec}, eta {eta})")
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    let start = Instant::now();
+    let report = ndvm_difftest::campaign(&campaign, |done| bar.set_position(done as u64));
+    bar.finish_and_clear();
+    let seconds = start.elapsed().as_secs_f64();
+
+    let mut json = serde_json::to_value(&report).map_err(|e| Failure::Usage(e.to_string()))?;
+    json["timing"] = serde_json::json!({ "seconds": seconds });
+    if let Some(dir) = &args.out {
+        write_out(dir, &report, &json)?;
+    }
+    if args.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&json).unwrap_or_default()
+        );
+    } else {
+        print_report(&report, seconds);
+    }
+    if report.passed() {
+        Ok(())
+    } else {
+        Err(Failure::Program)
+    }
+}
+
+fn print_report(report: &Report, seconds: f64) {
+    print!("{}", report.table());
+    let rejected: Vec<String> = report
+        .rejected
+        .iter()
+        .map(|(why, k)| format!("{k} {why}"))
+        .collect();
+    println!(
+        "\n{} programs (seed {}) in {seconds:.1} s; regenerated: {}; checked in f64 only (ill-conditioned for f32): {}; G3 inconclusive (a test flips within the stencil): {}; G4 batches that diverged structurally: {}",
+        report.checked,
+        report.seed,
+        if rejected.is_empty() {
+            "none".to_string()
+        } else {
+            rejected.join(", ")
+        },
+        report.f64_only,
+        report.g3_inconclusive,
+        report.g4_divergent
+    );
+    if report.failures.is_empty() {
+        println!("every program passed every gate");
+        return;
+    }
+    println!("\n{} failing programs:", report.failures.len());
+    for f in &report.failures {
+        let params: Vec<String> = f.params.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        println!(
+            "\n#{} {} [{}]\n  {}",
+            f.id,
+            f.gate,
+            params.join(" "),
+            f.detail
+        );
+        println!("  program:\n    {}", f.src.replace('\n', "\n    "));
+        if let Some(m) = &f.minimized {
+            println!("  minimized:\n    {}", m.replace('\n', "\n    "));
+        }
+    }
+}
+
+fn write_out(dir: &PathBuf, report: &Report, json: &serde_json::Value) -> Result<(), Failure> {
+    let usage = |e: std::io::Error| Failure::Usage(format!("{}: {e}", dir.display()));
+    std::fs::create_dir_all(dir).map_err(usage)?;
+    let mut corpus = std::fs::File::create(dir.join("corpus.jsonl")).map_err(usage)?;
+    for case in &report.corpus {
+        let line = serde_json::to_string(case).map_err(|e| Failure::Usage(e.to_string()))?;
+        writeln!(corpus, "{line}").map_err(usage)?;
+    }
+    let text = serde_json::to_string_pretty(json).unwrap_or_default();
+    std::fs::write(dir.join("report.json"), text + "\n").map_err(usage)?;
+    Ok(())
+}
