@@ -212,13 +212,14 @@ pub fn f32_conditioned(src: &str, params: &[(String, f64)], o: &OracleResult) ->
 }
 
 /// What happened to program `i`.
+#[derive(Default)]
 struct Outcome {
+    /// The program checked (none if the generator failed).
+    generated: Option<Generated>,
     case: Option<Case>,
-    features: Vec<Feature>,
     verdict: Verdict,
     /// Whether the f32 walk was compared too.
     f32: bool,
-    generated: Option<Generated>,
     failure: Option<Failure>,
     rejected: Vec<&'static str>,
 }
@@ -231,19 +232,12 @@ fn run_case(engines: &mut Engines, seed: u64, i: usize) -> Outcome {
         let o = match oracle::evaluate(&g.src, &g.params) {
             Ok(o) => o,
             Err(e) => {
+                let detail = format!("the oracle rejects it: {e}");
                 return Outcome {
-                    failure: Some(failure(
-                        i,
-                        "generator",
-                        format!("the oracle rejects it: {e}"),
-                        &g,
-                    )),
-                    case: None,
-                    features: g.features.iter().copied().collect(),
-                    verdict: Verdict::default(),
-                    f32: false,
+                    failure: Some(failure(i, "generator", detail, &g)),
                     generated: Some(g),
                     rejected,
+                    ..Outcome::default()
                 };
             }
         };
@@ -264,31 +258,24 @@ fn run_case(engines: &mut Engines, seed: u64, i: usize) -> Outcome {
             grad_oracle: names().zip(o.grad.iter().copied()).collect(),
             grad_fd: names().zip(verdict.grad_fd.iter().copied()).collect(),
         };
-        let failure = verdict.failures.first().map(|(gate, detail)| {
+        let failure = verdict.first_failure().map(|gate| {
             let all: Vec<String> = verdict
                 .failures
                 .iter()
                 .map(|(g, m)| format!("{g:?}: {m}"))
                 .collect();
-            let _ = detail;
             failure(i, &format!("{gate:?}"), all.join("; "), &g)
         });
         return Outcome {
+            generated: Some(g),
             case: Some(case),
-            features: g.features.iter().copied().collect(),
             verdict,
             f32,
-            generated: Some(g),
             failure,
             rejected,
         };
     }
     Outcome {
-        case: None,
-        features: Vec::new(),
-        verdict: Verdict::default(),
-        f32: false,
-        generated: None,
         failure: Some(Failure {
             id: i,
             gate: "generator".into(),
@@ -298,6 +285,7 @@ fn run_case(engines: &mut Engines, seed: u64, i: usize) -> Outcome {
             minimized: None,
         }),
         rejected,
+        ..Outcome::default()
     }
 }
 
@@ -378,7 +366,8 @@ fn summarize(c: &Campaign, outcomes: Vec<Outcome>) -> Report {
         for (g, name) in Gate::ALL.iter().zip(["G1", "G2", "G3", "G4"]) {
             *gates.entry(name).or_insert(0) += usize::from(ok(*g));
         }
-        for f in &out.features {
+        let features = out.generated.iter().flat_map(|g| g.features.iter());
+        for f in features {
             let row = &mut rows[Feature::ALL.iter().position(|x| x == f).unwrap_or(0)];
             row.programs += 1;
             row.g1 += usize::from(ok(Gate::G1));

@@ -153,8 +153,8 @@ impl Interp {
         match lookup(env, a) {
             Some(Some(v)) => Ok(v),
             Some(None) => err(format!("{a} used before its definition")),
-            None if super::prims::is_prim(a) => Ok(Value::Prim(super::prims::canonical(a))),
-            None => err(format!("unbound {a}")),
+            None => super::prims::primitive(a)
+                .map_or_else(|| err(format!("unbound {a}")), |p| Ok(Value::Prim(p))),
         }
     }
 

@@ -58,16 +58,9 @@ const OTHERS: &[&str] = &[
     "reduce",
 ];
 
-/// Whether `name` is a primitive or prelude procedure of the base environment.
-pub fn is_prim(name: &str) -> bool {
-    SCALAR_MATH.contains(&name)
-        || OTHERS.contains(&name)
-        || tensor::NAMES.contains(&name)
-        || cxr(name).is_some()
-}
-
-/// The one name a primitive goes by (`expt` is `pow`, `eqv?` is `eq?`), as a static string.
-pub fn canonical(name: &str) -> &'static str {
+/// The primitive or prelude procedure `name` names in the base environment, under its one
+/// canonical name (`expt` is `pow`, `eqv?` is `eq?`), if it is one.
+pub fn primitive(name: &str) -> Option<&'static str> {
     let name = match name {
         "expt" => "pow",
         "eqv?" => "eq?",
@@ -78,7 +71,6 @@ pub fn canonical(name: &str) -> &'static str {
         .flat_map(|t| t.iter())
         .find(|n| **n == name)
         .copied()
-        .unwrap_or("car")
 }
 
 const CXR: &[&str] = &[
