@@ -1,8 +1,11 @@
 //! # ndvm-components
 //!
 //! Plain-data, serde-able types shared by the ndvm tools and, as the ECS engine grows, by its
-//! systems: today the bindings file that feeds `ndvm run`.
+//! systems: the bindings file that feeds `ndvm run`, and the optimizer settings and per-lane
+//! state of a fit.
 
 pub mod bindings_file;
+pub mod optimizer;
 
 pub use bindings_file::{BindingsFile, MatrixSpec};
+pub use optimizer::{Bounds, Optimizer, OptimizerState};

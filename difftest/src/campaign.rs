@@ -11,14 +11,18 @@ use crate::feature::Feature;
 use crate::gates::{Engines, Gate, Verdict, check};
 use crate::generate::{Generated, generate};
 use crate::minimize::minimize;
-use crate::oracle::{self, OracleResult};
+use crate::oracle;
+use crate::report::{Case, Failure, FamilyRow, Report};
+use crate::screen::{f32_conditioned, unsuitable};
 use crate::sexpr::program_text;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rayon::prelude::*;
-use serde::Serialize;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// Attempts at an acceptable program before program `i` is reported as a generator failure.
+const MAX_ATTEMPTS: u64 = 64;
 
 /// What to run.
 #[derive(Clone, Debug)]
@@ -44,120 +48,6 @@ impl Default for Campaign {
     }
 }
 
-/// Smallest accepted switching margin, in parameter space (see `oracle::OracleResult::margin`).
-pub const MIN_MARGIN: f64 = 0.02;
-/// Largest accepted |value| and |gradient|.
-pub const MAX_MAGNITUDE: f64 = 1e6;
-/// Largest accepted intermediate value: well inside f32's range even when squared, so an f32 walk
-/// never overflows in a part of the program whose value is then dropped. (An overflow there
-/// still poisons the f32 gradient with 0·inf = NaN; see the differential-testing notes.)
-pub const MAX_PEAK: f64 = 1e15;
-const MAX_ATTEMPTS: u64 = 64;
-
-/// One checked program, in the reference corpus's format (`fuzz/seed1234_n200.jsonl`).
-#[derive(Clone, Debug, Serialize)]
-pub struct Case {
-    pub id: usize,
-    pub src: String,
-    pub params: BTreeMap<String, f64>,
-    pub features: Vec<&'static str>,
-    pub fwd_oracle: f64,
-    pub grad_oracle: BTreeMap<String, f64>,
-    pub grad_fd: BTreeMap<String, f64>,
-}
-
-/// A program that failed a gate (or that the generator could not make).
-#[derive(Clone, Debug, Serialize)]
-pub struct Failure {
-    pub id: usize,
-    /// `G1`…`G4`, or `generator`.
-    pub gate: String,
-    pub detail: String,
-    pub src: String,
-    pub params: BTreeMap<String, f64>,
-    /// The smallest program found that still fails the same gate.
-    pub minimized: Option<String>,
-}
-
-/// One row of the coverage table: programs using the family and how many passed each gate.
-#[derive(Clone, Debug, Serialize, PartialEq, Eq)]
-pub struct FamilyRow {
-    pub family: &'static str,
-    pub programs: usize,
-    pub g1: usize,
-    pub g2: usize,
-    pub g3: usize,
-    pub g4: usize,
-}
-
-/// The outcome of a campaign. Everything in it is deterministic.
-#[derive(Clone, Debug, Serialize)]
-pub struct Report {
-    pub seed: u64,
-    pub n: usize,
-    /// Programs checked (always `n`).
-    pub checked: usize,
-    /// Generated programs the oracle turned away, by reason.
-    pub rejected: BTreeMap<&'static str, usize>,
-    /// Programs whose G4 batch diverged structurally with widely spread lanes (then rerun close).
-    pub g4_divergent: usize,
-    /// Programs too ill-conditioned for f32 (see [`f32_conditioned`]): G1 and G2 in f64 only.
-    pub f64_only: usize,
-    /// Programs whose G3 differences straddled a branch switch (counted as passing G3).
-    pub g3_inconclusive: usize,
-    /// Passes per gate over all programs.
-    pub gates: BTreeMap<&'static str, usize>,
-    pub families: Vec<FamilyRow>,
-    pub failures: Vec<Failure>,
-    /// The checked programs with their oracle values (written as `corpus.jsonl`).
-    #[serde(skip)]
-    pub corpus: Vec<Case>,
-}
-
-impl Report {
-    /// Whether every program passed every gate.
-    pub fn passed(&self) -> bool {
-        self.failures.is_empty()
-    }
-
-    /// The coverage table as text: one row per family, pass rates per gate.
-    pub fn table(&self) -> String {
-        let mut out = format!(
-            "{:<22} {:>8} {:>8} {:>8} {:>8} {:>8}\n",
-            "family", "programs", "G1", "G2", "G3", "G4"
-        );
-        let pct = |k: usize, n: usize| {
-            if n == 0 {
-                "-".to_string()
-            } else {
-                format!("{:.1}%", 100.0 * k as f64 / n as f64)
-            }
-        };
-        for r in &self.families {
-            out.push_str(&format!(
-                "{:<22} {:>8} {:>8} {:>8} {:>8} {:>8}\n",
-                r.family,
-                r.programs,
-                pct(r.g1, r.programs),
-                pct(r.g2, r.programs),
-                pct(r.g3, r.programs),
-                pct(r.g4, r.programs)
-            ));
-        }
-        let g = |k: &str| pct(self.gates.get(k).copied().unwrap_or(0), self.checked);
-        out.push_str(&format!(
-            "{:<22} {:>8} {:>8} {:>8} {:>8} {:>8}\n",
-            "all",
-            self.checked,
-            g("G1"),
-            g("G2"),
-            g("G3"),
-            g("G4")
-        ));
-        out
-    }
-}
-
 /// The seed of program `i`, attempt `a` (SplitMix64 of the three).
 fn case_seed(seed: u64, i: usize, a: u64) -> u64 {
     let mut z = seed
@@ -166,49 +56,6 @@ fn case_seed(seed: u64, i: usize, a: u64) -> u64 {
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
     z ^ (z >> 31)
-}
-
-/// Why the oracle turns a generated program away, if it does.
-pub fn unsuitable(o: &OracleResult) -> Option<&'static str> {
-    let big = |x: f64| !x.is_finite() || x.abs() > MAX_MAGNITUDE;
-    if big(o.value) || o.grad.iter().any(|&g| big(g)) || o.peak > MAX_PEAK {
-        Some("large")
-    } else if o.grad.iter().all(|&g| g == 0.0) {
-        Some("constant")
-    } else if o.margin < MIN_MARGIN {
-        Some("near a switch")
-    } else {
-        None
-    }
-}
-
-/// Whether an f32 walk can be held to the reference's tolerances. Two perturbed oracle runs
-/// stand in for f32's errors: one with every parameter moved by about eight f32 ulps (2⁻²⁰
-/// relative, signs alternating: input rounding), one with every intermediate value and derivative
-/// that depends on a parameter perturbed by ±2⁻²⁴ (stochastic arithmetic: rounding in every
-/// operation). If either moves the value or gradient by a tenth of G1's or G2's f32 tolerance,
-/// rounding alone could break them, and the program is checked in f64 only.
-pub fn f32_conditioned(src: &str, params: &[(String, f64)], o: &OracleResult) -> bool {
-    let nudged: Vec<(String, f64)> = params
-        .iter()
-        .enumerate()
-        .map(|(i, (n, p))| {
-            let sign = if i % 2 == 0 { 1.0 } else { -1.0 };
-            (n.clone(), p + sign * p.abs().max(1.0) * 2f64.powi(-20))
-        })
-        .collect();
-    let moved = |m: &OracleResult| {
-        let far = |a: f64, b: f64, tol: f64| {
-            let err = (a - b).abs();
-            err.is_nan() || err > 0.1 * tol * (1.0 + b.abs())
-        };
-        far(m.value, o.value, 1e-4) || m.grad.iter().zip(&o.grad).any(|(&a, &b)| far(a, b, 2e-3))
-    };
-    let runs = [
-        oracle::evaluate(src, &nudged),
-        oracle::evaluate_with_noise(src, params, 2f64.powi(-24), 0x9E37_79B9),
-    ];
-    runs.iter().all(|r| r.as_ref().is_ok_and(|m| !moved(m)))
 }
 
 /// What happened to program `i`.

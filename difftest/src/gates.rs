@@ -6,7 +6,7 @@
 //!
 //!   The f32 comparisons are made only where f32 can meet them: a program whose value or
 //!   gradient moves by a tenth of those tolerances when its parameters move by a few f32 ulps
-//!   (see `campaign::f32_conditioned`) is too ill-conditioned for any f32 evaluation to agree,
+//!   (see `screen::f32_conditioned`) is too ill-conditioned for any f32 evaluation to agree,
 //!   and is checked in f64 only.
 //! - **G3** gradient vs central finite differences of the engine's own f64 forward: the
 //!   Richardson combination `(4·D(h) − D(2h))/3` of the quotients at h and 2h, within

@@ -9,6 +9,8 @@
 //! - [`gates`]: the checks each program must pass — G1 forward vs oracle, G2 gradient vs
 //!   oracle, G3 gradient vs central finite differences of the engine's own forward, G4 a batch
 //!   of lanes equal to each lane run alone, byte for byte;
+//! - [`screen`]: the oracle's screening of generated programs (values in range, branch tests
+//!   away from switching, f32 conditioning);
 //! - [`campaign`]: many programs checked in parallel, with a per-family coverage [`Report`]
 //!   (what `ndvm fuzz` prints) and a frozen corpus;
 //! - [`minimize`]: shrinks a failing program while it keeps failing the same way;
@@ -30,16 +32,20 @@ pub mod generate;
 pub mod minimize;
 pub mod mutate;
 pub mod oracle;
+pub mod report;
+pub mod screen;
 pub mod sexpr;
 pub mod untrusted;
 
-pub use campaign::{Campaign, Report, campaign};
+pub use campaign::{Campaign, campaign};
 pub use feature::Feature;
+pub use report::Report;
 
 /// The items most callers need.
 pub mod prelude {
-    pub use crate::campaign::{Campaign, Case, Failure, FamilyRow, Report, campaign};
+    pub use crate::campaign::{Campaign, campaign};
     pub use crate::feature::Feature;
     pub use crate::gates::{Gate, Verdict, check};
     pub use crate::generate::generate;
+    pub use crate::report::{Case, Failure, FamilyRow, Report};
 }
