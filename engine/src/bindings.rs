@@ -83,6 +83,11 @@ impl<R: Real> Bindings<R> {
         self.put(name, Input::Scalar(x), false)
     }
 
+    /// A non-differentiable per-lane input: a data column with one point per lane.
+    pub fn lane_data(&mut self, name: &str, xs: Vec<R>) -> &mut Self {
+        self.put(name, Input::Lanes(xs), false)
+    }
+
     /// A matrix shared by every lane, row-major.
     pub fn matrix(&mut self, name: &str, rows: usize, cols: usize, data: Vec<R>) -> &mut Self {
         self.put(name, Input::Matrix { rows, cols, data }, false)
