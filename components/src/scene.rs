@@ -1,0 +1,333 @@
+//! Scene files: a population of candidate programs to fit, written in RON.
+//!
+//! A scene says what to fit (candidates), what to fit (parameters with initial values,
+//! restarts and bounds), against what (the program's own output, or a data column), how
+//! (optimizer, steps, wall-clock budget, threads) and where the results go. Every struct refuses
+//! unknown fields and enums are externally tagged, so a typo is an error with its line and
+//! column rather than a silently ignored setting.
+//!
+//! ```
+//! use ndvm_components::scene::{Scene, Loss};
+//!
+//! let scene = Scene::from_ron(r#"
+//! Scene(
+//!     candidates: [Inline(name: "decay", src: "(* a (exp (- 0 (* b x))))")],
+//!     parameters: Parameters(names: ["a", "b"], init: {"a": 1.0, "b": 0.1}),
+//!     data: Some(Csv(path: "decay.csv", columns: {"x": "t"}, target: "y")),
+//!     loss: Mse,
+//!     optimizer: Adam(lr: 0.05),
+//!     steps: 200,
+//! )"#).unwrap();
+//! assert_eq!(scene.loss, Loss::Mse);
+//! assert_eq!(scene.parameters.restarts.count, 1);
+//! ```
+
+use crate::optimizer::{Bounds, Optimizer};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// A whole scene.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scene {
+    /// The candidate programs, in order (a stream contributes its lines in order).
+    pub candidates: Vec<Candidates>,
+    #[serde(default)]
+    pub parameters: Parameters,
+    /// Data to fit against (required by [`Loss::Mse`]).
+    #[serde(default)]
+    pub data: Option<Data>,
+    #[serde(default)]
+    pub loss: Loss,
+    #[serde(default)]
+    pub optimizer: Optimizer,
+    /// Optimizer steps per candidate.
+    #[serde(default = "defaults::steps")]
+    pub steps: u32,
+    /// Stop a candidate early when its loss changes by less than this between steps.
+    #[serde(default)]
+    pub tolerance: Option<f64>,
+    /// Wall-clock budget for the whole population, in seconds.
+    #[serde(default)]
+    pub budget_seconds: Option<f64>,
+    /// Worker threads (default: one per core). Results do not depend on it.
+    #[serde(default)]
+    pub threads: Option<usize>,
+    #[serde(default)]
+    pub outputs: Outputs,
+}
+
+mod defaults {
+    pub fn steps() -> u32 {
+        50
+    }
+    pub fn one() -> u32 {
+        1
+    }
+    pub fn train() -> f64 {
+        1.0
+    }
+}
+
+/// Where candidate programs come from. Paths are relative to the scene file.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub enum Candidates {
+    /// A program written in the scene.
+    Inline { name: String, src: String },
+    /// A `.scm` file; its name is the file stem.
+    File(String),
+    /// A JSON-lines stream, one candidate a line with `src` and `params` (parameter names), as
+    /// in `shared/data/cosearch/`; `take` limits how many lines are read.
+    Stream {
+        path: String,
+        #[serde(default)]
+        take: Option<usize>,
+    },
+}
+
+/// The parameters every candidate fits (a stream's lines may name their own).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Parameters {
+    #[serde(default)]
+    pub names: Vec<String>,
+    /// Initial values (0 for a parameter not listed).
+    #[serde(default)]
+    pub init: BTreeMap<String, f64>,
+    #[serde(default)]
+    pub restarts: Restarts,
+    #[serde(default)]
+    pub bounds: BTreeMap<String, Bounds>,
+}
+
+/// Random restarts, each a lane: restart 0 starts at `init`, the others at
+/// `init + scale·N(0, 1)` drawn from `seed`.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Restarts {
+    #[serde(default = "defaults::one")]
+    pub count: u32,
+    #[serde(default)]
+    pub scale: f64,
+    #[serde(default)]
+    pub seed: u64,
+}
+
+impl Default for Restarts {
+    fn default() -> Self {
+        Restarts {
+            count: 1,
+            scale: 0.0,
+            seed: 0,
+        }
+    }
+}
+
+/// A data set: each row is a data point (a lane); columns bind program inputs.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub enum Data {
+    /// CSV with a header row. `columns` maps program input names to column names; `target`
+    /// names the column the program's output is fitted to.
+    Csv {
+        path: String,
+        columns: BTreeMap<String, String>,
+        target: String,
+        #[serde(default)]
+        split: Split,
+    },
+    /// Data made by a program with known constants on a grid, plus seeded Gaussian noise
+    /// (`noise` relative to the output's standard deviation over the grid).
+    Synthetic {
+        program: String,
+        constants: BTreeMap<String, f64>,
+        inputs: BTreeMap<String, Grid>,
+        #[serde(default)]
+        noise: f64,
+        #[serde(default)]
+        seed: u64,
+        #[serde(default)]
+        split: Split,
+    },
+}
+
+/// Values of one synthetic input.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum Grid {
+    /// `n` evenly spaced values from `start` to `end`, both included.
+    Linspace(f64, f64, usize),
+    Values(Vec<f64>),
+}
+
+/// The train/held-out split: a seeded shuffle keeps `train` of the points for fitting.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Split {
+    #[serde(default = "defaults::train")]
+    pub train: f64,
+    #[serde(default)]
+    pub seed: u64,
+}
+
+impl Default for Split {
+    fn default() -> Self {
+        Split {
+            train: 1.0,
+            seed: 0,
+        }
+    }
+}
+
+/// What a fit minimizes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Loss {
+    /// The program's own output (a negative log-likelihood, say).
+    #[default]
+    Output,
+    /// Mean squared error between the output and the data's target column, over the training
+    /// points (the data points are lanes).
+    Mse,
+}
+
+/// Where results go (paths relative to the working directory).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Outputs {
+    #[serde(default)]
+    pub results: Option<String>,
+    /// Per-step losses, one row per candidate, restart and step.
+    #[serde(default)]
+    pub losses_csv: Option<String>,
+}
+
+/// A scene that could not be read: the message and where.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[error("{message} at line {line}, column {column}")]
+pub struct SceneError {
+    pub message: String,
+    pub line: usize,
+    pub column: usize,
+}
+
+impl Scene {
+    /// Reads a scene from RON text.
+    pub fn from_ron(text: &str) -> Result<Scene, SceneError> {
+        let scene: Scene = ron::from_str(text).map_err(|e| SceneError {
+            message: e.code.to_string(),
+            line: e.span.start.line,
+            column: e.span.start.col,
+        })?;
+        scene.check()?;
+        Ok(scene)
+    }
+
+    /// What RON cannot say: an MSE loss needs data, restarts and splits must make sense.
+    fn check(&self) -> Result<(), SceneError> {
+        let fail = |message: String| {
+            Err(SceneError {
+                message,
+                line: 1,
+                column: 1,
+            })
+        };
+        if self.candidates.is_empty() {
+            return fail("a scene needs at least one candidate".into());
+        }
+        if self.loss == Loss::Mse && self.data.is_none() {
+            return fail("`loss: Mse` needs `data`".into());
+        }
+        if self.parameters.restarts.count == 0 {
+            return fail("`restarts.count` must be at least 1".into());
+        }
+        if let Some(Data::Csv { split, .. } | Data::Synthetic { split, .. }) = &self.data
+            && !(split.train > 0.0 && split.train <= 1.0)
+        {
+            return fail(format!(
+                "`split.train` must be in (0, 1], got {}",
+                split.train
+            ));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const KALMAN: &str = r#"
+Scene(
+    candidates: [File("kalman2d.scm")],
+    parameters: Parameters(
+        names: ["q", "r"],
+        init: {"q": 0.5, "r": 0.5},
+        restarts: Restarts(count: 16, scale: 0.1, seed: 7),
+        bounds: {"q": Bounds(min: Some(1e-4)), "r": Bounds(min: Some(1e-4))},
+    ),
+    optimizer: Adam(lr: 0.02),
+    steps: 30,
+    outputs: Outputs(results: Some("kalman.results.json")),
+)"#;
+
+    #[test]
+    fn reads_a_likelihood_fit() {
+        let s = Scene::from_ron(KALMAN).expect("scene");
+        assert_eq!(s.candidates, vec![Candidates::File("kalman2d.scm".into())]);
+        assert_eq!(s.loss, Loss::Output);
+        assert_eq!(s.parameters.restarts.count, 16);
+        assert_eq!(s.parameters.bounds["q"].clamp(-1.0), 1e-4);
+        assert_eq!(s.steps, 30);
+        assert_eq!(s.threads, None);
+    }
+
+    #[test]
+    fn reads_a_synthetic_data_fit_and_a_stream() {
+        let s = Scene::from_ron(
+            r#"Scene(
+                candidates: [Stream(path: "scalar_stream_247.jsonl", take: Some(10))],
+                data: Some(Synthetic(
+                    program: "(* (exp (* -0.3 x)) (cos (* 2 x)))",
+                    constants: {},
+                    inputs: {"x": Linspace(0.1, 6.0, 64)},
+                    noise: 0.02,
+                    seed: 1,
+                    split: Split(train: 0.7, seed: 3),
+                )),
+                loss: Mse,
+            )"#,
+        )
+        .expect("scene");
+        let Some(Data::Synthetic { inputs, split, .. }) = &s.data else {
+            panic!("synthetic data");
+        };
+        assert_eq!(inputs["x"], Grid::Linspace(0.1, 6.0, 64));
+        assert_eq!(split.train, 0.7);
+        assert_eq!(s.steps, 50);
+    }
+
+    #[test]
+    fn a_typo_is_an_error_with_its_line_and_column() {
+        let text = KALMAN.replace("steps: 30", "setps: 30");
+        let e = Scene::from_ron(&text).expect_err("typo");
+        assert!(e.message.contains("setps"), "{e}");
+        let line = text
+            .lines()
+            .position(|l| l.contains("setps"))
+            .expect("line")
+            + 1;
+        assert_eq!(e.line, line, "{e}");
+        assert!(e.column > 1, "{e}");
+        let e = Scene::from_ron(&KALMAN.replace("Adam(", "Adma(")).expect_err("variant");
+        assert!(e.message.contains("Adma"), "{e}");
+    }
+
+    #[test]
+    fn inconsistent_scenes_are_refused() {
+        let e = Scene::from_ron(r#"Scene(candidates: [File("a.scm")], loss: Mse)"#)
+            .expect_err("mse without data");
+        assert!(e.message.contains("needs `data`"), "{e}");
+        let e = Scene::from_ron("Scene(candidates: [])").expect_err("empty");
+        assert!(e.message.contains("at least one candidate"), "{e}");
+    }
+}
