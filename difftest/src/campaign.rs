@@ -67,6 +67,8 @@ struct Outcome {
     verdict: Verdict,
     /// Whether the f32 walk was compared too.
     f32: bool,
+    /// G4's lane offsets for this program (the minimizer reuses them).
+    spread: [Vec<f64>; 3],
     failure: Option<Failure>,
     rejected: Vec<&'static str>,
 }
@@ -118,6 +120,7 @@ fn run_case(engines: &mut Engines, seed: u64, i: usize) -> Outcome {
             case: Some(case),
             verdict,
             f32,
+            spread,
             failure,
             rejected,
         };
@@ -227,7 +230,8 @@ fn summarize(c: &Campaign, outcomes: Vec<Outcome>) -> Report {
             if c.minimize
                 && let Some(g) = &out.generated
             {
-                f.minimized = minimize_failure(g, &f.gate).map(|forms| program_text(&forms));
+                f.minimized =
+                    minimize_failure(g, &f.gate, &out.spread).map(|forms| program_text(&forms));
             }
             failures.push(f);
         }
@@ -249,12 +253,15 @@ fn summarize(c: &Campaign, outcomes: Vec<Outcome>) -> Report {
 }
 
 /// Shrinks a failing program while the oracle still accepts it and the same gate still fails.
-fn minimize_failure(g: &Generated, gate: &str) -> Option<Vec<crate::sexpr::Sx>> {
+fn minimize_failure(
+    g: &Generated,
+    gate: &str,
+    spread: &[Vec<f64>; 3],
+) -> Option<Vec<crate::sexpr::Sx>> {
     if gate == "generator" {
         return None;
     }
     let mut engines = Engines::default();
-    let spread = spread(0, g.params.len());
     let reduced = minimize(&g.forms, |src| {
         let Ok(o) = oracle::evaluate(src, &g.params) else {
             return false;
@@ -267,7 +274,7 @@ fn minimize_failure(g: &Generated, gate: &str) -> Option<Vec<crate::sexpr::Sx>> 
             src,
             &g.params,
             &o,
-            &spread,
+            spread,
             f32_conditioned(src, &g.params, &o),
         );
         v.first_failure().is_some_and(|f| format!("{f:?}") == gate)

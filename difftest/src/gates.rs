@@ -228,7 +228,7 @@ fn g3(
         open.retain(|&i| {
             let (g, a, b) = (grad[i][0], d1[i].1[0], d2[i].1[0]);
             let d = (4.0 * a - b) / 3.0;
-            if reference[i].is_nan() || h == FD_STEPS[0] {
+            if h == FD_STEPS[0] {
                 reference[i] = d;
             }
             let tol = 1e-5 * (1.0 + value.abs()) + 1e-4 * d.abs() + (a - b).abs();

@@ -111,10 +111,15 @@ impl<R: Real> Vm<R> {
         watermark: u32,
         v: Value,
     ) -> Result<Next> {
-        if v.slot >= watermark || !(v.tag == tag::NUM || self.shape(v).is_some()) {
+        if !self.differentiable(v) || v.slot >= watermark {
             return Ok(Next::Return(v));
         }
         Ok(Next::Return(self.copy_value(program, node, v)?))
+    }
+
+    /// Whether `v` is a number or tensor in payload slots (one that can carry an adjoint).
+    fn differentiable(&self, v: Value) -> bool {
+        v.tag == tag::NUM || self.shape(v).is_some()
     }
 
     /// Classifies a test over the active lanes, recording a branch guard for per-lane tests.
@@ -169,8 +174,7 @@ impl<R: Real> Vm<R> {
 
     /// The per-lane merge of a split branch's two results (LANGUAGE.md §9.4).
     fn merge_values(&mut self, program: &Program, st: &Merge, a: Value, b: Value) -> Result<Value> {
-        let numeric = a.tag == tag::NUM || self.shape(a).is_some();
-        if a == b && !numeric {
+        if a == b && !self.differentiable(a) {
             // The same structure or constant on both sides. (The same number or tensor is merged
             // like any other, as a lone run copies it: see the module docs.)
             return Ok(a);
