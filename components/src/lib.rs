@@ -1,12 +1,30 @@
 //! # ndvm-components
 //!
-//! Plain-data, serde-able types shared by the ndvm tools and, as the ECS engine grows, by its
-//! systems: the bindings file that feeds `ndvm run`, the scene file that scripts a fit, and the
-//! optimizer settings and per-lane state of a fit.
+//! Plain data shared by the ndvm tools and systems: the ECS components of the two entity kinds
+//! (a [`Candidate`] and its [`LaneGroup`]s, ARCHITECTURE.md "ECS entities"), the scene file that
+//! scripts a fit, data sets, optimizer settings and state, and the bindings file of `ndvm run`.
 
 pub mod bindings_file;
+pub mod candidate;
+pub mod dataset;
+pub mod lane_group;
 pub mod optimizer;
 pub mod scene;
 
 pub use bindings_file::{BindingsFile, MatrixSpec};
+pub use candidate::{
+    Candidate, Compiled, FitSpec, Groups, History, LaneResults, ParamValues, SharedInputs,
+    SharedMatrix, Status,
+};
+pub use dataset::Dataset;
+pub use lane_group::{GroupOutputs, LaneGroup, Route};
 pub use optimizer::{Bounds, Optimizer, OptimizerState};
+
+/// The types most callers need.
+pub mod prelude {
+    pub use crate::candidate::*;
+    pub use crate::dataset::Dataset;
+    pub use crate::lane_group::*;
+    pub use crate::optimizer::*;
+    pub use crate::scene::{Loss, Scene};
+}

@@ -2,6 +2,7 @@
 //! optimize system keeps between steps. Each lane is an independent restart with its own
 //! moments, so a batch of lanes updates exactly as each lane would alone.
 
+use bevy_ecs::component::Component;
 use serde::{Deserialize, Serialize};
 
 /// How parameters move along their gradients. Externally tagged, as scenes write it:
@@ -74,7 +75,7 @@ impl Bounds {
 
 /// The optimizer's memory for a set of parameters over lanes: first and second moments, laid
 /// out like the parameters (parameter-major, lane-minor), and the step count.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Component, Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct OptimizerState {
     pub step: u64,
     pub m: Vec<f64>,

@@ -34,6 +34,11 @@ pub struct Scene {
     pub candidates: Vec<Candidates>,
     #[serde(default)]
     pub parameters: Parameters,
+    /// Inputs every candidate sees, the same in every lane: numbers, or matrices read from a
+    /// CSV file (a header row, then one row of numbers per matrix row), e.g. an observation
+    /// sequence that a program reads row by row with `ref`.
+    #[serde(default)]
+    pub inputs: BTreeMap<String, SceneInput>,
     /// Data to fit against (required by [`Loss::Mse`]).
     #[serde(default)]
     pub data: Option<Data>,
@@ -69,12 +74,29 @@ mod defaults {
     }
 }
 
+/// One shared input of a scene.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum SceneInput {
+    Number(f64),
+    /// A matrix from a CSV file (relative to the scene file).
+    MatrixCsv(String),
+}
+
 /// Where candidate programs come from. Paths are relative to the scene file.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub enum Candidates {
-    /// A program written in the scene.
-    Inline { name: String, src: String },
+    /// A program written in the scene, optionally with its own parameters and data (which
+    /// replace the scene's for this candidate: a population of different laws, each with its
+    /// own constants and measurements).
+    Inline {
+        name: String,
+        src: String,
+        #[serde(default)]
+        parameters: Option<Box<Parameters>>,
+        #[serde(default)]
+        data: Option<Box<Data>>,
+    },
     /// A `.scm` file; its name is the file stem.
     File(String),
     /// A JSON-lines stream, one candidate a line with `src` and `params` (parameter names), as
@@ -234,19 +256,34 @@ impl Scene {
         if self.candidates.is_empty() {
             return fail("a scene needs at least one candidate".into());
         }
-        if self.loss == Loss::Mse && self.data.is_none() {
-            return fail("`loss: Mse` needs `data`".into());
+        let own_data = |c: &Candidates| matches!(c, Candidates::Inline { data: Some(_), .. });
+        if self.loss == Loss::Mse && self.data.is_none() && !self.candidates.iter().all(own_data) {
+            return fail("`loss: Mse` needs `data` (for the scene or for every candidate)".into());
+        }
+        let mut splits: Vec<&Data> = self.data.iter().collect();
+        for c in &self.candidates {
+            if let Candidates::Inline {
+                data: Some(d),
+                parameters,
+                ..
+            } = c
+            {
+                splits.push(d);
+                if parameters.as_ref().is_some_and(|p| p.restarts.count == 0) {
+                    return fail("`restarts.count` must be at least 1".into());
+                }
+            }
         }
         if self.parameters.restarts.count == 0 {
             return fail("`restarts.count` must be at least 1".into());
         }
-        if let Some(Data::Csv { split, .. } | Data::Synthetic { split, .. }) = &self.data
-            && !(split.train > 0.0 && split.train <= 1.0)
-        {
-            return fail(format!(
-                "`split.train` must be in (0, 1], got {}",
-                split.train
-            ));
+        for Data::Csv { split, .. } | Data::Synthetic { split, .. } in splits {
+            if !(split.train > 0.0 && split.train <= 1.0) {
+                return fail(format!(
+                    "`split.train` must be in (0, 1], got {}",
+                    split.train
+                ));
+            }
         }
         Ok(())
     }

@@ -5,6 +5,7 @@
 //! data is made by the engine itself: the generating program runs once over the grid as lanes
 //! (f64), then seeded Gaussian noise is added. Everything is deterministic in the scene's seeds.
 
+pub use ndvm_components::Dataset;
 use ndvm_components::scene::{Data, Grid, Split};
 use ndvm_engine::prelude::*;
 use rand::SeedableRng;
@@ -13,23 +14,6 @@ use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, StandardNormal};
 use std::collections::BTreeMap;
 use std::path::Path;
-
-/// A loaded data set.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Dataset {
-    /// Program input name → one value per point.
-    pub inputs: BTreeMap<String, Vec<f64>>,
-    /// The value the output is fitted to, per point.
-    pub target: Vec<f64>,
-    /// Whether each point is in the training split (the rest are held out).
-    pub train: Vec<bool>,
-}
-
-impl Dataset {
-    pub fn points(&self) -> usize {
-        self.target.len()
-    }
-}
 
 /// A data set that could not be made.
 #[derive(Debug, thiserror::Error)]

@@ -1,16 +1,34 @@
 //! # ndvm-systems
 //!
-//! The home of the ECS side of ndvm (ARCHITECTURE.md "Systems"): the decode, schedule, walk,
-//! numeric, merge-masks, backward and optimize systems, the schedule that chains them, plugins,
-//! the scene loader and per-stage profiling.
+//! The ECS side of ndvm (ARCHITECTURE.md "Systems"). A scene's population becomes Candidate
+//! entities; the schedule cuts each active candidate's lanes (restarts × data points) into
+//! LaneGroup entities; one run of the stage schedule — decode, schedule, walk, numeric,
+//! merge-masks, backward, optimize ([`stages`]) — is one fit step for every active candidate.
+//! [`fit::Fit`] owns the world and steps it; [`report`] turns it into results; [`profile`]
+//! times every stage.
 //!
-//! **Status:** being built (the ECS-engine issue). Today: data sets ([`data`]), losses over
-//! lane axes ([`loss`]) and the optimizer step ([`optimize`]).
-//! The world, the schedule and the other stages are still to come.
+//! Parallelism lives inside the walk, backward, merge-masks and optimize systems (rayon over
+//! entities); the work for one entity is sequential, so results do not depend on the thread
+//! count.
 
 pub mod data;
+pub mod fit;
 pub mod loss;
-pub mod optimize;
+pub mod machine;
+pub mod population;
+pub mod profile;
+pub mod report;
+pub mod resources;
+pub mod stages;
 
 pub use ndvm_components as components;
 pub use ndvm_engine as engine;
+
+/// The types most callers need.
+pub mod prelude {
+    pub use crate::fit::{Fit, FitError, FitOptions, Progress, StageSet};
+    pub use crate::profile::{Profile, ProfileReport, Stage};
+    pub use crate::report::{CandidateResult, FitReport};
+    pub use crate::resources::FitSettings;
+    pub use ndvm_components::scene::Scene;
+}

@@ -50,28 +50,54 @@ pub struct Reduced {
 }
 
 /// Mean squared error per restart, `(1/n) Σ (out − y)²` over the points whose `mask` is set
-/// (the training split), with its gradient `(2/n) Σ (out − y)·∂out/∂p` from the per-lane
-/// gradients `grads[param][lane]`. Points are summed in increasing order, so the result is the
-/// same whatever the grouping of lanes.
-pub fn mse(axes: LaneAxes, out: &[f64], grads: &[Vec<f64>], y: &[f64], mask: &[bool]) -> Reduced {
+/// (the training split), and each lane's weight `∂loss/∂out = 2(out − y)/n` (zero for a point
+/// outside the mask). Points are summed in increasing order, so the result is the same whatever
+/// the grouping of lanes.
+pub fn mse_weights(axes: LaneAxes, out: &[f64], y: &[f64], mask: &[bool]) -> (Vec<f64>, Vec<f64>) {
     let n = mask.iter().filter(|&&m| m).count().max(1) as f64;
     let mut loss = vec![0.0; axes.restarts];
-    let mut grad = vec![vec![0.0; axes.restarts]; grads.len()];
-    for r in 0..axes.restarts {
-        for (k, (&yk, _)) in y.iter().zip(mask).enumerate().filter(|(_, (_, m))| **m) {
-            let lane = axes.lane(r, k);
-            let e = out[lane] - yk;
-            loss[r] += e * e;
-            for (g, per_lane) in grad.iter_mut().zip(grads) {
-                g[r] += 2.0 * e * per_lane[lane];
+    let mut weights = vec![0.0; axes.lanes()];
+    for (r, l) in loss.iter_mut().enumerate() {
+        let lanes = axes.lane(r, 0)..axes.lane(r, 0) + axes.points;
+        let (out, weights) = (&out[lanes.clone()], &mut weights[lanes]);
+        for k in 0..axes.points {
+            if mask[k] {
+                let e = out[k] - y[k];
+                *l += e * e;
+                weights[k] = 2.0 * e / n;
             }
         }
-        loss[r] /= n;
-        for g in &mut grad {
-            g[r] /= n;
-        }
+        *l /= n;
     }
-    Reduced { loss, grad }
+    (loss, weights)
+}
+
+/// Per-restart gradient `Σ_point weight·∂out/∂p` from per-lane weights and gradients
+/// (`grads[param][lane]`), summed in lane order (what the backward and optimize stages do).
+pub fn reduce(axes: LaneAxes, weights: &[f64], grads: &[Vec<f64>]) -> Vec<Vec<f64>> {
+    grads
+        .iter()
+        .map(|g| {
+            (0..axes.restarts)
+                .map(|r| {
+                    (0..axes.points)
+                        .map(|k| axes.lane(r, k))
+                        .filter(|&l| weights[l] != 0.0)
+                        .fold(0.0, |acc, l| acc + weights[l] * g[l])
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// MSE per restart with its gradient, from the per-lane gradients `grads[param][lane]`: the
+/// composition of [`mse_weights`] and [`reduce`].
+pub fn mse(axes: LaneAxes, out: &[f64], grads: &[Vec<f64>], y: &[f64], mask: &[bool]) -> Reduced {
+    let (loss, weights) = mse_weights(axes, out, y, mask);
+    Reduced {
+        loss,
+        grad: reduce(axes, &weights, grads),
+    }
 }
 
 /// The program's output as the loss: one point per restart.

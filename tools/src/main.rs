@@ -1,9 +1,11 @@
 //! `ndvm`: the command-line tool.
 //!
 //! Exit status: 0 success, 1 program error (syntax, unbound, arity, type, shape, divergence,
-//! limit), 2 usage error (bad flags, unreadable files, inconsistent bindings).
+//! limit, or a malformed scene), 2 usage error (bad flags, unreadable files, inconsistent
+//! bindings), 130 a fit stopped by Ctrl-C (its results so far are written).
 
 mod diagnostics;
+mod fit;
 mod fuzz;
 mod output;
 mod run;
@@ -29,6 +31,11 @@ enum Command {
     /// Differential testing: generate programs, check them against the independent oracle
     /// (gates G1-G4) and print the feature-coverage table. Exits 1 if any program fails.
     Fuzz(fuzz::FuzzArgs),
+    /// Fit every candidate of a scene (`*.scene.ron`): progress bar, ranked table, results
+    /// JSON. Exit 1 on a malformed scene or when every candidate fails, 130 on Ctrl-C.
+    Fit(fit::FitArgs),
+    /// Fit a scene and print where the time went, stage by stage (see docs/profiling.md).
+    Profile(fit::ProfileArgs),
 }
 
 /// A failure of the CLI: either a program error (exit 1) or a usage error (exit 2).
@@ -36,6 +43,8 @@ enum Command {
 pub enum Failure {
     Program,
     Usage(String),
+    /// Stopped by Ctrl-C after writing what was finished.
+    Interrupted,
 }
 
 fn main() -> ExitCode {
@@ -43,10 +52,13 @@ fn main() -> ExitCode {
     let outcome = match cli.command {
         Command::Run(args) => run::run(args),
         Command::Fuzz(args) => fuzz::fuzz(args),
+        Command::Fit(args) => fit::fit(args),
+        Command::Profile(args) => fit::profile(args),
     };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
         Err(Failure::Program) => ExitCode::from(1),
+        Err(Failure::Interrupted) => ExitCode::from(130),
         Err(Failure::Usage(msg)) => {
             eprintln!("error: {msg}");
             ExitCode::from(2)

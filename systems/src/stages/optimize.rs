@@ -1,11 +1,98 @@
-//! The optimize stage: one optimizer step for every lane of a candidate's parameters.
+//! Optimize: one optimizer step per candidate, each restart its own lane.
+//!
+//! The stage reduces each candidate's weighted per-lane gradients (from its groups, in lane
+//! order) to one gradient per parameter and restart, records the step's losses in [`History`],
+//! and either finishes the candidate (its step count reached, or every restart's loss moved by
+//! less than the tolerance) or moves its parameters with [`step`].
 //!
 //! Parameters, gradients and moments are parameter-major, lane-minor (`p * lanes + lane`), the
 //! layout of the engine's per-lane gradients. Every lane is updated by the same arithmetic in
 //! the same order, from its own numbers only: a batch of restarts steps exactly as each restart
 //! would alone, whatever the thread count.
 
-use ndvm_components::{Bounds, Optimizer, OptimizerState};
+use crate::profile::{Profile, Stage, StageTimer};
+use bevy_ecs::prelude::*;
+use ndvm_components::prelude::*;
+use rayon::prelude::*;
+
+type Fitting<'a> = (
+    &'a FitSpec,
+    &'a Groups,
+    &'a LaneResults,
+    &'a mut ParamValues,
+    &'a mut OptimizerState,
+    &'a mut History,
+    &'a mut Status,
+);
+
+pub fn optimize(
+    mut profile: ResMut<Profile>,
+    mut candidates: Query<Fitting<'static>>,
+    groups: Query<(&LaneGroup, &GroupOutputs)>,
+) {
+    let timer = StageTimer::start(Stage::Optimize);
+    let mut todo: Vec<_> = candidates
+        .iter_mut()
+        .filter(|c| *c.6 == Status::Active)
+        .collect();
+    let groups = &groups;
+    todo.par_iter_mut()
+        .for_each(|(spec, ids, results, values, state, history, status)| {
+            let grads = gather(spec, ids, groups);
+            history.losses.push(results.loss.clone());
+            history.evaluated.clone_from(&values.0);
+            history.walks += ids.0.len() as u64;
+            let converged = spec.tolerance.is_some_and(|tol| {
+                let n = history.losses.len();
+                n >= 2
+                    && history.losses[n - 1]
+                        .iter()
+                        .zip(&history.losses[n - 2])
+                        .all(|(a, b)| (a - b).abs() < tol)
+            });
+            if converged || history.steps >= spec.steps {
+                **status = Status::Done { converged };
+                return;
+            }
+            step(
+                &spec.optimizer,
+                state,
+                &mut values.0,
+                &grads,
+                spec.restarts,
+                &spec.bounds,
+            );
+            history.steps += 1;
+        });
+    profile.record(timer);
+}
+
+/// `∂loss/∂param` per restart (parameter-major), summed over each restart's lanes in order.
+fn gather(spec: &FitSpec, ids: &Groups, groups: &Query<(&LaneGroup, &GroupOutputs)>) -> Vec<f64> {
+    let (restarts, points) = (spec.restarts, spec.points());
+    let mut grads = vec![0.0; spec.params.len() * restarts];
+    for &g in &ids.0 {
+        let Ok((group, out)) = groups.get(g) else {
+            continue;
+        };
+        let n = group.lanes;
+        for p in 0..spec.params.len() {
+            let lanes = &out.grads[p * n..(p + 1) * n];
+            // The group's lanes, cut at restart boundaries; each run adds in lane order.
+            let mut l = 0;
+            while l < n {
+                let restart = (group.first + l) / points;
+                let end = ((restart + 1) * points - group.first).min(n);
+                let sum = &mut grads[p * restarts + restart];
+                for &x in &lanes[l..end] {
+                    *sum += x;
+                }
+                l = end;
+            }
+        }
+    }
+    grads
+}
 
 /// One step: moves `params` (`n_params × lanes`) along `grads` (same layout), then clamps each
 /// parameter into its bounds (`bounds` has one entry per parameter, or is empty). Non-finite

@@ -1,0 +1,247 @@
+//! The fit: a world of candidates and lane groups, and the schedule that steps it.
+//!
+//! [`Fit::new`] spawns one Candidate entity per member of a scene's population and builds the
+//! stage schedule: the seven systems, each in its own [`StageSet`], the sets chained in
+//! ARCHITECTURE.md's order and run by bevy's single-threaded executor. Parallelism lives inside
+//! the heavy systems (rayon over lane groups and candidates) on a pool of the requested size.
+//! One run of the schedule is one fit step for every active candidate; [`Fit::run`] steps until
+//! every candidate is finished, stopped or failed.
+//!
+//! ```
+//! use ndvm_components::scene::Scene;
+//! use ndvm_systems::fit::{Fit, FitOptions};
+//!
+//! let scene = Scene::from_ron(r#"Scene(
+//!     candidates: [Inline(name: "bowl", src: "(+ (* (- a 3) (- a 3)) 1)")],
+//!     parameters: Parameters(names: ["a"], init: {"a": 0.0}),
+//!     optimizer: Adam(lr: 0.3),
+//!     steps: 200,
+//! )"#).unwrap();
+//! let mut fit = Fit::new(&scene, std::path::Path::new("."), &FitOptions::default()).unwrap();
+//! let report = fit.run(|_| {});
+//! let best = &report.candidates[0];
+//! assert!((best.params["a"] - 3.0).abs() < 0.05);
+//! assert!((best.loss - 1.0).abs() < 1e-3);
+//! ```
+
+use crate::population::{self, PopulationError};
+use crate::profile::Profile;
+use crate::report::{self, FitReport};
+use crate::resources::{FitSettings, Programs, StopSignal};
+use crate::stages;
+use bevy_ecs::prelude::*;
+use bevy_ecs::schedule::SingleThreadedExecutor;
+use ndvm_components::prelude::*;
+use ndvm_components::scene::Scene;
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+use std::time::{Duration, Instant};
+
+/// The stage sets, chained in this order.
+#[derive(SystemSet, Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum StageSet {
+    Decode,
+    Schedule,
+    Walk,
+    Numeric,
+    MergeMasks,
+    Backward,
+    Optimize,
+}
+
+/// How to run a fit (what the CLI flags and the scene's run settings say).
+#[derive(Clone, Debug, Default)]
+pub struct FitOptions {
+    /// Worker threads (default: the scene's `threads`, else one per core).
+    pub threads: Option<usize>,
+    /// Optimizer steps per candidate (default: the scene's `steps`).
+    pub steps: Option<u32>,
+    /// Lane layout and admission window.
+    pub settings: FitSettings,
+    /// Set it (e.g. from a Ctrl-C handler) to stop the fit; finished results stand.
+    pub interrupted: Option<Arc<AtomicBool>>,
+}
+
+/// Progress after a step, for progress bars.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Progress {
+    /// Candidates finished, stopped or failed.
+    pub finished: usize,
+    pub total: usize,
+    /// Schedule runs so far.
+    pub steps: u64,
+}
+
+/// A fit in progress.
+pub struct Fit {
+    world: World,
+    schedule: Schedule,
+    pool: rayon::ThreadPool,
+    total: usize,
+    max_runs: u64,
+}
+
+impl std::fmt::Debug for Fit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Fit")
+            .field("candidates", &self.total)
+            .field("threads", &self.pool.current_num_threads())
+            .finish_non_exhaustive()
+    }
+}
+
+/// A fit that could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum FitError {
+    #[error(transparent)]
+    Population(#[from] PopulationError),
+    #[error("could not start {threads} worker threads: {message}")]
+    Threads { threads: usize, message: String },
+}
+
+impl Fit {
+    /// Builds the world and the schedule for `scene` (relative paths against `base`).
+    pub fn new(scene: &Scene, base: &Path, options: &FitOptions) -> Result<Fit, FitError> {
+        let mut scene = scene.clone();
+        if let Some(steps) = options.steps {
+            scene.steps = steps;
+        }
+        let members = population::build(&scene, base)?;
+        let threads = options.threads.or(scene.threads).unwrap_or(0);
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .map_err(|e| FitError::Threads {
+                threads,
+                message: e.to_string(),
+            })?;
+        let mut world = World::new();
+        world.insert_resource(options.settings);
+        world.insert_resource(Programs::default());
+        world.insert_resource(Profile::default());
+        world.insert_resource(StopSignal {
+            interrupted: options.interrupted.clone().unwrap_or_default(),
+            deadline: scene
+                .budget_seconds
+                .map(|s| Instant::now() + Duration::from_secs_f64(s.max(0.0))),
+        });
+        let total = members.len();
+        let max_steps = members.iter().map(|m| m.spec.steps).max().unwrap_or(0) as u64;
+        for m in members {
+            world.spawn((
+                m.candidate,
+                m.spec,
+                m.start,
+                Status::Pending,
+                Groups::default(),
+                OptimizerState::default(),
+                History::default(),
+            ));
+        }
+        // Every run advances each active candidate by one step; a window of W candidates
+        // finishes every candidate within ceil(total / W) · (steps + 2) runs.
+        let windows = total.div_ceil(options.settings.window.max(1)) as u64;
+        Ok(Fit {
+            world,
+            schedule: stage_schedule(),
+            pool,
+            total,
+            max_runs: windows * (max_steps + 2) + 2,
+        })
+    }
+
+    /// One fit step for every active candidate. Returns whether work remains.
+    pub fn step(&mut self) -> bool {
+        let (world, schedule, total) = (&mut self.world, &mut self.schedule, self.total);
+        self.pool.install(|| step(world, schedule, total))
+    }
+
+    /// Steps until every candidate is done (or the fit is stopped), calling `on_step` after
+    /// every step, and returns the report. The whole loop runs on the fit's thread pool, so
+    /// a step costs no hand-over between threads.
+    pub fn run(&mut self, mut on_step: impl FnMut(Progress) + Send) -> FitReport {
+        let (world, schedule, total, max_runs) = (
+            &mut self.world,
+            &mut self.schedule,
+            self.total,
+            self.max_runs,
+        );
+        self.pool.install(|| {
+            let mut runs = 0;
+            while runs < max_runs && step(world, schedule, total) {
+                runs += 1;
+                on_step(progress(world, total));
+            }
+        });
+        on_step(self.progress());
+        self.report()
+    }
+
+    pub fn progress(&mut self) -> Progress {
+        progress(&mut self.world, self.total)
+    }
+
+    /// The per-candidate results so far, in population order.
+    pub fn report(&mut self) -> FitReport {
+        report::collect(&mut self.world)
+    }
+
+    pub fn profile(&self) -> &Profile {
+        self.world.resource::<Profile>()
+    }
+
+    /// The world, for inspection (tests, tools).
+    pub fn world_mut(&mut self) -> &mut World {
+        &mut self.world
+    }
+}
+
+/// One schedule run, timed into the profile's wall time; whether work remains.
+fn step(world: &mut World, schedule: &mut Schedule, total: usize) -> bool {
+    let start = Instant::now();
+    schedule.run(world);
+    world.resource_mut::<Profile>().wall += start.elapsed();
+    progress(world, total).finished < total
+}
+
+fn progress(world: &mut World, total: usize) -> Progress {
+    let finished = world
+        .query::<&Status>()
+        .iter(world)
+        .filter(|s| s.is_final())
+        .count();
+    Progress {
+        finished,
+        total,
+        steps: world.resource::<Profile>().counters.steps,
+    }
+}
+
+/// The seven stages, one system per set, sets chained, on the single-threaded executor.
+pub fn stage_schedule() -> Schedule {
+    let mut schedule = Schedule::default();
+    schedule.set_executor(SingleThreadedExecutor::new());
+    schedule.configure_sets(
+        (
+            StageSet::Decode,
+            StageSet::Schedule,
+            StageSet::Walk,
+            StageSet::Numeric,
+            StageSet::MergeMasks,
+            StageSet::Backward,
+            StageSet::Optimize,
+        )
+            .chain(),
+    );
+    schedule.add_systems((
+        stages::decode::decode.in_set(StageSet::Decode),
+        stages::schedule::schedule.in_set(StageSet::Schedule),
+        stages::walk::walk.in_set(StageSet::Walk),
+        stages::numeric::numeric.in_set(StageSet::Numeric),
+        stages::merge_masks::merge_masks.in_set(StageSet::MergeMasks),
+        stages::backward::backward.in_set(StageSet::Backward),
+        stages::optimize::optimize.in_set(StageSet::Optimize),
+    ));
+    schedule
+}

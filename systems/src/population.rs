@@ -1,0 +1,233 @@
+//! A scene's population: candidate programs with their fit specifications and starting values.
+//!
+//! Candidates come in scene order (a stream's lines in file order). Each gets its parameters
+//! (the scene's, or its own), its data set (loaded once and shared), the shared inputs and its
+//! restarts: restart 0 starts at `init`, restart `r > 0` at `init + scale·z` with `z` standard
+//! normal draws from the restart seed, clamped into the bounds. Nothing here depends on threads.
+
+use crate::data::{self, DataError};
+use ndvm_components::prelude::*;
+use ndvm_components::scene::{Candidates, Parameters, Scene, SceneInput};
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use rand_distr::{Distribution, StandardNormal};
+use std::path::Path;
+use std::sync::Arc;
+
+/// One candidate ready to spawn.
+#[derive(Clone, Debug)]
+pub struct Member {
+    pub candidate: Candidate,
+    pub spec: FitSpec,
+    pub start: ParamValues,
+}
+
+/// Why a population could not be built from a scene.
+#[derive(Debug, thiserror::Error)]
+pub enum PopulationError {
+    #[error("{path}: {message}")]
+    File { path: String, message: String },
+    #[error("{path}, line {line}: {message}")]
+    Stream {
+        path: String,
+        line: usize,
+        message: String,
+    },
+    #[error(transparent)]
+    Data(#[from] DataError),
+}
+
+/// The population of `scene`; relative paths are resolved against `base` (the scene's folder).
+pub fn build(scene: &Scene, base: &Path) -> Result<Vec<Member>, PopulationError> {
+    let shared = Arc::new(shared_inputs(scene, base)?);
+    let scene_data = match &scene.data {
+        Some(d) => Some(Arc::new(data::load(d, base)?)),
+        None => None,
+    };
+    let mut members = Vec::new();
+    let mut push =
+        |name: String, source: String, params: &Parameters, data: Option<Arc<Dataset>>| {
+            let index = members.len();
+            let data = if scene.loss == Loss::Mse { data } else { None };
+            members.push(member(
+                scene,
+                index,
+                name,
+                source,
+                params,
+                data,
+                shared.clone(),
+            ));
+        };
+    for c in &scene.candidates {
+        match c {
+            Candidates::Inline {
+                name,
+                src,
+                parameters,
+                data,
+            } => {
+                let data = match data {
+                    Some(d) => Some(Arc::new(data::load(d, base)?)),
+                    None => scene_data.clone(),
+                };
+                push(
+                    name.clone(),
+                    src.clone(),
+                    parameters.as_deref().unwrap_or(&scene.parameters),
+                    data,
+                );
+            }
+            Candidates::File(path) => {
+                let source = read(base, path)?;
+                let name = Path::new(path)
+                    .file_stem()
+                    .map_or_else(|| path.clone(), |s| s.to_string_lossy().into_owned());
+                push(name, source, &scene.parameters, scene_data.clone());
+            }
+            Candidates::Stream { path, take } => {
+                let text = read(base, path)?;
+                let lines = text
+                    .lines()
+                    .enumerate()
+                    .filter(|(_, l)| !l.trim().is_empty());
+                for (i, line) in lines.take(take.unwrap_or(usize::MAX)) {
+                    let fail = |message: String| PopulationError::Stream {
+                        path: path.clone(),
+                        line: i + 1,
+                        message,
+                    };
+                    let entry: StreamLine =
+                        serde_json::from_str(line).map_err(|e| fail(e.to_string()))?;
+                    let mut params = scene.parameters.clone();
+                    if let Some(names) = entry.params {
+                        params.names = names;
+                    }
+                    let stem = Path::new(path)
+                        .file_stem()
+                        .map_or_else(String::new, |s| s.to_string_lossy().into_owned());
+                    push(
+                        format!("{stem}:{}", i + 1),
+                        entry.src,
+                        &params,
+                        scene_data.clone(),
+                    );
+                }
+            }
+        }
+    }
+    Ok(members)
+}
+
+/// One line of a candidate stream (other fields, like `skeleton`, are ignored).
+#[derive(serde::Deserialize)]
+struct StreamLine {
+    src: String,
+    #[serde(default)]
+    params: Option<Vec<String>>,
+}
+
+fn member(
+    scene: &Scene,
+    index: usize,
+    name: String,
+    source: String,
+    params: &Parameters,
+    data: Option<Arc<Dataset>>,
+    shared: Arc<SharedInputs>,
+) -> Member {
+    let restarts = params.restarts.count.max(1) as usize;
+    let bounds: Vec<Bounds> = params
+        .names
+        .iter()
+        .map(|n| params.bounds.get(n).copied().unwrap_or_default())
+        .collect();
+    let mut rng = ChaCha8Rng::seed_from_u64(params.restarts.seed);
+    let mut start = vec![0.0; params.names.len() * restarts];
+    for r in 0..restarts {
+        for (p, name) in params.names.iter().enumerate() {
+            let init = params.init.get(name).copied().unwrap_or(0.0);
+            let x = if r == 0 {
+                init
+            } else {
+                let z: f64 = StandardNormal.sample(&mut rng);
+                init + params.restarts.scale * z
+            };
+            start[p * restarts + r] = bounds[p].clamp(x);
+        }
+    }
+    Member {
+        candidate: Candidate {
+            index,
+            name,
+            source,
+        },
+        spec: FitSpec {
+            params: params.names.clone(),
+            bounds,
+            restarts,
+            loss: scene.loss,
+            data,
+            shared,
+            optimizer: scene.optimizer,
+            steps: scene.steps,
+            tolerance: scene.tolerance,
+        },
+        start: ParamValues(start),
+    }
+}
+
+fn read(base: &Path, path: &str) -> Result<String, PopulationError> {
+    std::fs::read_to_string(base.join(path)).map_err(|e| PopulationError::File {
+        path: path.to_string(),
+        message: e.to_string(),
+    })
+}
+
+fn shared_inputs(scene: &Scene, base: &Path) -> Result<SharedInputs, PopulationError> {
+    let mut shared = SharedInputs::default();
+    for (name, input) in &scene.inputs {
+        match input {
+            SceneInput::Number(x) => shared.numbers.push((name.clone(), *x)),
+            SceneInput::MatrixCsv(path) => shared.matrices.push(matrix_csv(name, base, path)?),
+        }
+    }
+    Ok(shared)
+}
+
+/// A matrix from a CSV file: a header row, then one row of numbers per matrix row.
+fn matrix_csv(name: &str, base: &Path, path: &str) -> Result<SharedMatrix, PopulationError> {
+    let fail = |message: String| PopulationError::File {
+        path: path.to_string(),
+        message,
+    };
+    let mut reader = csv::Reader::from_path(base.join(path)).map_err(|e| fail(e.to_string()))?;
+    let mut data = Vec::new();
+    let (mut rows, mut cols) = (0, 0);
+    for (r, record) in reader.records().enumerate() {
+        let record = record.map_err(|e| fail(e.to_string()))?;
+        if r == 0 {
+            cols = record.len();
+        }
+        for (c, field) in record.iter().enumerate() {
+            let x: f64 = field.trim().parse().map_err(|_| {
+                fail(format!(
+                    "row {}, column {}: `{field}` is not a number",
+                    r + 2,
+                    c + 1
+                ))
+            })?;
+            data.push(x);
+        }
+        rows += 1;
+    }
+    if rows == 0 || cols == 0 {
+        return Err(fail("no data rows".into()));
+    }
+    Ok(SharedMatrix {
+        name: name.to_string(),
+        rows,
+        cols,
+        data,
+    })
+}

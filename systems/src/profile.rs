@@ -1,0 +1,234 @@
+//! Per-stage profiling: calls and time of every stage, counters, and tracing spans.
+//!
+//! Like rapier's counters, timing is always on and costs two clock reads per stage run: each
+//! system starts a [`StageTimer`] when it begins and hands it to [`Profile::record`] when it
+//! ends. The same timer enters a `tracing` span named after the stage, so a subscriber (the
+//! CLI's `--trace FILE`, a Chrome/Perfetto trace) sees every stage run without extra code; with
+//! no subscriber the span is a no-op. What the stages do not account for — the ECS schedule
+//! itself, command application, the step loop — is the wall time left over, reported as the
+//! `ecs` row. `docs/profiling.md` explains how to read the table.
+
+use bevy_ecs::prelude::*;
+use serde::Serialize;
+use std::time::{Duration, Instant};
+
+/// The stages of a fit step, in schedule order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Stage {
+    Decode,
+    Schedule,
+    Walk,
+    Numeric,
+    MergeMasks,
+    Backward,
+    Optimize,
+}
+
+impl Stage {
+    pub const ALL: [Stage; 7] = [
+        Stage::Decode,
+        Stage::Schedule,
+        Stage::Walk,
+        Stage::Numeric,
+        Stage::MergeMasks,
+        Stage::Backward,
+        Stage::Optimize,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Stage::Decode => "decode",
+            Stage::Schedule => "schedule",
+            Stage::Walk => "walk",
+            Stage::Numeric => "numeric",
+            Stage::MergeMasks => "merge-masks",
+            Stage::Backward => "backward",
+            Stage::Optimize => "optimize",
+        }
+    }
+}
+
+/// Calls and total time of one stage.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct StageTime {
+    pub calls: u64,
+    pub total: Duration,
+}
+
+/// Work counters of a fit.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Counters {
+    /// Schedule runs (fit steps of the whole population).
+    pub steps: u64,
+    /// Structural walks of lane groups.
+    pub walks: u64,
+    /// Tape replays of lane groups (0 until tape replay lands).
+    pub replays: u64,
+    /// Numeric tape nodes recorded by the walks.
+    pub tape_nodes: u64,
+    /// Lane evaluations (lanes × walks).
+    pub lanes: u64,
+    /// Backward passes of lane groups.
+    pub backward_passes: u64,
+    /// Candidates decoded and candidates admitted to the fit.
+    pub candidates: u64,
+    pub admitted: u64,
+    /// Lane groups spawned.
+    pub groups: u64,
+}
+
+/// The profile of a fit: per-stage times, counters and wall time (a resource of the world).
+#[derive(Resource, Clone, Debug, Default)]
+pub struct Profile {
+    pub stages: [StageTime; 7],
+    pub counters: Counters,
+    /// Wall time of the step loop (schedule runs), stages included.
+    pub wall: Duration,
+}
+
+/// A running stage: started by a system, recorded when it ends.
+#[derive(Debug)]
+pub struct StageTimer {
+    stage: Stage,
+    start: Instant,
+    _span: tracing::span::EnteredSpan,
+}
+
+impl StageTimer {
+    pub fn start(stage: Stage) -> Self {
+        let span = match stage {
+            Stage::Decode => tracing::info_span!("decode"),
+            Stage::Schedule => tracing::info_span!("schedule"),
+            Stage::Walk => tracing::info_span!("walk"),
+            Stage::Numeric => tracing::info_span!("numeric"),
+            Stage::MergeMasks => tracing::info_span!("merge-masks"),
+            Stage::Backward => tracing::info_span!("backward"),
+            Stage::Optimize => tracing::info_span!("optimize"),
+        };
+        StageTimer {
+            stage,
+            start: Instant::now(),
+            _span: span.entered(),
+        }
+    }
+}
+
+impl Profile {
+    pub fn record(&mut self, timer: StageTimer) {
+        let s = &mut self.stages[timer.stage as usize];
+        s.calls += 1;
+        s.total += timer.start.elapsed();
+    }
+
+    pub fn stage(&self, stage: Stage) -> StageTime {
+        self.stages[stage as usize]
+    }
+
+    /// Wall time not spent inside any stage: the ECS schedule and the step loop.
+    pub fn overhead(&self) -> Duration {
+        let inside: Duration = self.stages.iter().map(|s| s.total).sum();
+        self.wall.saturating_sub(inside)
+    }
+
+    /// The profile as a serializable report (seconds, shares of wall time).
+    pub fn report(&self) -> ProfileReport {
+        let wall = self.wall.as_secs_f64();
+        let share = |d: Duration| {
+            if wall > 0.0 {
+                d.as_secs_f64() / wall
+            } else {
+                0.0
+            }
+        };
+        let stages = Stage::ALL
+            .iter()
+            .map(|&st| {
+                let t = self.stage(st);
+                StageRow {
+                    stage: st.name(),
+                    calls: t.calls,
+                    total_s: t.total.as_secs_f64(),
+                    mean_s: if t.calls > 0 {
+                        t.total.as_secs_f64() / t.calls as f64
+                    } else {
+                        0.0
+                    },
+                    share: share(t.total),
+                }
+            })
+            .collect();
+        ProfileReport {
+            wall_s: wall,
+            stages,
+            ecs_s: self.overhead().as_secs_f64(),
+            ecs_share: share(self.overhead()),
+            counters: self.counters,
+        }
+    }
+}
+
+/// One stage's row of the profile.
+#[derive(Clone, Debug, Serialize)]
+pub struct StageRow {
+    pub stage: &'static str,
+    pub calls: u64,
+    pub total_s: f64,
+    pub mean_s: f64,
+    /// Fraction of the wall time.
+    pub share: f64,
+}
+
+/// What `ndvm profile --json` prints and what results files keep under `"timing"`.
+#[derive(Clone, Debug, Serialize)]
+pub struct ProfileReport {
+    pub wall_s: f64,
+    pub stages: Vec<StageRow>,
+    /// Wall time outside every stage (schedule, commands, step loop) and its share.
+    pub ecs_s: f64,
+    pub ecs_share: f64,
+    pub counters: Counters,
+}
+
+impl ProfileReport {
+    /// The per-stage table as text.
+    pub fn table(&self) -> String {
+        let ms = |s: f64| s * 1e3;
+        let mut out = format!(
+            "{:<12} {:>8} {:>12} {:>12} {:>7}\n",
+            "stage", "calls", "total ms", "mean µs", "share"
+        );
+        for r in &self.stages {
+            out += &format!(
+                "{:<12} {:>8} {:>12.3} {:>12.2} {:>6.1}%\n",
+                r.stage,
+                r.calls,
+                ms(r.total_s),
+                r.mean_s * 1e6,
+                r.share * 100.0
+            );
+        }
+        out += &format!(
+            "{:<12} {:>8} {:>12.3} {:>12} {:>6.1}%\n",
+            "ecs",
+            "",
+            ms(self.ecs_s),
+            "",
+            self.ecs_share * 100.0
+        );
+        out += &format!("{:<12} {:>8} {:>12.3}\n", "wall", "", ms(self.wall_s));
+        let c = &self.counters;
+        out += &format!(
+            "\nsteps {}  walks {}  replays {}  tape nodes {}  lanes {}  backward {}  \
+             candidates {}  groups {}\n",
+            c.steps,
+            c.walks,
+            c.replays,
+            c.tape_nodes,
+            c.lanes,
+            c.backward_passes,
+            c.candidates,
+            c.groups
+        );
+        out
+    }
+}

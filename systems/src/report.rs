@@ -1,0 +1,252 @@
+//! Fit results: per-candidate outcomes, the ranked table, the results JSON and the losses CSV.
+//!
+//! Everything in a [`FitReport`] is a function of the scene alone, so the results JSON is
+//! byte-identical across runs and thread counts; wall-clock figures go in a separate top-level
+//! `"timing"` object that [`to_json`] appends.
+
+use crate::loss::{self, LaneAxes};
+use crate::profile::ProfileReport;
+use bevy_ecs::prelude::*;
+use ndvm_components::prelude::*;
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// The results of every candidate, in population order.
+#[derive(Clone, Debug, Serialize)]
+pub struct FitReport {
+    pub candidates: Vec<CandidateResult>,
+}
+
+/// One candidate's outcome: its best restart's loss and constants, and every restart's.
+#[derive(Clone, Debug, Serialize)]
+pub struct CandidateResult {
+    pub index: usize,
+    pub name: String,
+    /// `done`, `converged`, `stopped`, `failed` (or `pending`/`active` if cut short).
+    pub status: &'static str,
+    /// The error of a failed candidate, the reason a stopped one stopped.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+    /// The best restart's loss at its final parameters (`null` if never evaluated).
+    pub loss: f64,
+    pub best_restart: usize,
+    /// The best restart's fitted constants.
+    pub params: BTreeMap<String, f64>,
+    /// The best restart's R² on held-out data, where there is held-out data.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub held_out_r2: Option<f64>,
+    /// Optimizer steps taken.
+    pub steps: u32,
+    pub restarts: Vec<RestartResult>,
+    /// `losses[step][restart]` (written to the losses CSV, not to the JSON).
+    #[serde(skip)]
+    pub losses: Vec<Vec<f64>>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct RestartResult {
+    pub loss: f64,
+    pub params: BTreeMap<String, f64>,
+}
+
+/// Reads every candidate's outcome from the world.
+pub fn collect(world: &mut World) -> FitReport {
+    let mut q = world.query::<(
+        &Candidate,
+        &FitSpec,
+        &ParamValues,
+        &Status,
+        &History,
+        Option<&LaneResults>,
+    )>();
+    let mut candidates: Vec<CandidateResult> = q
+        .iter(world)
+        .map(|(c, spec, values, status, history, results)| {
+            result(c, spec, values, status, history, results)
+        })
+        .collect();
+    candidates.sort_by_key(|c| c.index);
+    FitReport { candidates }
+}
+
+fn result(
+    c: &Candidate,
+    spec: &FitSpec,
+    values: &ParamValues,
+    status: &Status,
+    history: &History,
+    results: Option<&LaneResults>,
+) -> CandidateResult {
+    let n = spec.restarts;
+    let at = if history.evaluated.len() == values.0.len() {
+        &history.evaluated
+    } else {
+        &values.0
+    };
+    let last = history.losses.last();
+    let loss_of = |r: usize| last.and_then(|l| l.get(r)).copied().unwrap_or(f64::NAN);
+    let params_of = |r: usize| {
+        spec.params
+            .iter()
+            .enumerate()
+            .map(|(p, name)| (name.clone(), at[p * n + r]))
+            .collect::<BTreeMap<_, _>>()
+    };
+    let best = (0..n)
+        .min_by(|&a, &b| rank_loss(loss_of(a)).total_cmp(&rank_loss(loss_of(b))))
+        .unwrap_or(0);
+    let (status_name, detail) = match status {
+        Status::Pending => ("pending", None),
+        Status::Active => ("active", None),
+        Status::Done { converged: false } => ("done", None),
+        Status::Done { converged: true } => ("converged", None),
+        Status::Stopped { reason } => ("stopped", Some(reason.clone())),
+        Status::Failed { error } => ("failed", Some(error.clone())),
+    };
+    CandidateResult {
+        index: c.index,
+        name: c.name.clone(),
+        status: status_name,
+        detail,
+        loss: loss_of(best),
+        best_restart: best,
+        params: params_of(best),
+        held_out_r2: results.and_then(|r| held_out_r2(spec, &r.out, best)),
+        steps: history.steps,
+        restarts: (0..n)
+            .map(|r| RestartResult {
+                loss: loss_of(r),
+                params: params_of(r),
+            })
+            .collect(),
+        losses: history.losses.clone(),
+    }
+}
+
+/// R² of `restart` on the held-out points, from the last step's per-lane outputs.
+fn held_out_r2(spec: &FitSpec, out: &[f64], restart: usize) -> Option<f64> {
+    let data = spec.data.as_ref().filter(|d| d.has_held_out())?;
+    let axes = LaneAxes {
+        restarts: spec.restarts,
+        points: data.points(),
+    };
+    if out.len() != axes.lanes() {
+        return None;
+    }
+    let held: Vec<bool> = data.train.iter().map(|t| !t).collect();
+    loss::r_squared(axes, out, &data.target, &held)
+        .get(restart)
+        .copied()
+}
+
+/// NaN ranks last.
+fn rank_loss(x: f64) -> f64 {
+    if x.is_nan() { f64::INFINITY } else { x }
+}
+
+impl FitReport {
+    /// Candidate indices, best loss first (failed and NaN last, ties in population order).
+    pub fn ranking(&self) -> Vec<usize> {
+        let mut order: Vec<usize> = (0..self.candidates.len()).collect();
+        order.sort_by(|&a, &b| {
+            let (ca, cb) = (&self.candidates[a], &self.candidates[b]);
+            let failed = |c: &CandidateResult| c.status == "failed";
+            failed(ca)
+                .cmp(&failed(cb))
+                .then(rank_loss(ca.loss).total_cmp(&rank_loss(cb.loss)))
+                .then(a.cmp(&b))
+        });
+        order
+    }
+
+    /// The ranked table: rank, candidate, status, loss, held-out R², fitted constants.
+    pub fn table(&self, limit: usize) -> String {
+        let has_r2 = self.candidates.iter().any(|c| c.held_out_r2.is_some());
+        let width = self
+            .candidates
+            .iter()
+            .map(|c| c.name.chars().count())
+            .max()
+            .unwrap_or(9)
+            .clamp(9, 40);
+        let mut out = format!(
+            "{:>4}  {:<width$}  {:<9}  {:>12}",
+            "rank", "candidate", "status", "loss"
+        );
+        if has_r2 {
+            out += &format!("  {:>9}", "R² held");
+        }
+        out += "  constants\n";
+        let order = self.ranking();
+        for (rank, &i) in order.iter().enumerate().take(limit) {
+            let c = &self.candidates[i];
+            let name: String = c.name.chars().take(width).collect();
+            out += &format!(
+                "{:>4}  {:<width$}  {:<9}  {:>12.6e}",
+                rank + 1,
+                name,
+                c.status,
+                c.loss
+            );
+            if has_r2 {
+                out += &match c.held_out_r2 {
+                    Some(r2) => format!("  {r2:>9.4}"),
+                    None => format!("  {:>9}", "-"),
+                };
+            }
+            let constants: Vec<String> = c
+                .params
+                .iter()
+                .map(|(k, v)| format!("{k}={v:.6}"))
+                .collect();
+            out += &format!("  {}", constants.join(" "));
+            if let Some(d) = &c.detail {
+                out += &format!("  ({})", d.lines().next().unwrap_or(""));
+            }
+            out.push('\n');
+        }
+        if order.len() > limit {
+            out += &format!("… {} more (see the results JSON)\n", order.len() - limit);
+        }
+        out
+    }
+
+    /// Per-step losses as CSV: `candidate,name,restart,step,loss`.
+    pub fn losses_csv(&self) -> String {
+        let mut out = String::from("candidate,name,restart,step,loss\n");
+        for c in &self.candidates {
+            for (step, row) in c.losses.iter().enumerate() {
+                for (r, loss) in row.iter().enumerate() {
+                    let name = c.name.replace('"', "\"\"");
+                    out += &format!("{},\"{}\",{},{},{:e}\n", c.index, name, r, step, loss);
+                }
+            }
+        }
+        out
+    }
+}
+
+/// The results JSON: the report's fields, then `"timing"` (the only part that varies between
+/// runs) when given.
+pub fn to_json(report: &FitReport, timing: Option<&ProfileReport>, threads: usize) -> String {
+    #[derive(Serialize)]
+    struct Timing<'a> {
+        threads: usize,
+        #[serde(flatten)]
+        profile: &'a ProfileReport,
+    }
+    #[derive(Serialize)]
+    struct Results<'a> {
+        #[serde(flatten)]
+        report: &'a FitReport,
+        ranking: Vec<usize>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        timing: Option<Timing<'a>>,
+    }
+    let results = Results {
+        report,
+        ranking: report.ranking(),
+        timing: timing.map(|profile| Timing { threads, profile }),
+    };
+    serde_json::to_string_pretty(&results).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
+}

@@ -1,0 +1,50 @@
+//! The world's resources besides the profile: settings, the stop signal and the program cache.
+
+use bevy_ecs::prelude::*;
+use ndvm_engine::ProgramCache;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Instant;
+
+/// How the schedule lays out work. Nothing here may depend on the thread count: results must
+/// not.
+#[derive(Resource, Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FitSettings {
+    /// The most lanes one group walks (a wider candidate is cut into several groups).
+    pub lanes_per_group: usize,
+    /// The most candidates fitted at once; the rest wait (a stream admits as others finish).
+    pub window: usize,
+}
+
+impl Default for FitSettings {
+    fn default() -> Self {
+        FitSettings {
+            lanes_per_group: 256,
+            window: 1024,
+        }
+    }
+}
+
+/// Why and when to stop early: an interrupt flag (Ctrl-C) and a wall-clock deadline.
+#[derive(Resource, Clone, Debug, Default)]
+pub struct StopSignal {
+    pub interrupted: Arc<AtomicBool>,
+    pub deadline: Option<Instant>,
+}
+
+impl StopSignal {
+    /// The reason to stop now, if any.
+    pub fn reason(&self) -> Option<&'static str> {
+        if self.interrupted.load(Ordering::Relaxed) {
+            Some("interrupted")
+        } else if self.deadline.is_some_and(|d| Instant::now() >= d) {
+            Some("wall-clock budget spent")
+        } else {
+            None
+        }
+    }
+}
+
+/// Decoded programs, shared by content (the same source decodes once).
+#[derive(Resource, Debug, Default)]
+pub struct Programs(pub ProgramCache);

@@ -1,0 +1,46 @@
+//! Decode: new candidates' sources become programs.
+//!
+//! A pending candidate without a [`Compiled`] program is read, expanded and decoded through the
+//! shared [`Programs`] cache (a source seen before costs a hash lookup). A program that does not
+//! decode fails its candidate with the located error; the fit goes on with the others.
+
+use crate::machine::locate;
+use crate::profile::{Profile, Stage, StageTimer};
+use crate::resources::Programs;
+use bevy_ecs::prelude::*;
+use ndvm_components::prelude::*;
+use rayon::prelude::*;
+
+pub fn decode(
+    mut commands: Commands,
+    programs: Res<Programs>,
+    mut profile: ResMut<Profile>,
+    mut fresh: Query<(Entity, &Candidate, &FitSpec, &mut Status), Without<Compiled>>,
+) {
+    let timer = StageTimer::start(Stage::Decode);
+    let mut todo: Vec<_> = fresh
+        .iter_mut()
+        .filter(|(.., s)| **s == Status::Pending)
+        .collect();
+    let decoded: Vec<_> = todo
+        .par_iter()
+        .map(|(_, c, spec, _)| {
+            let names = spec.input_names();
+            let names: Vec<&str> = names.iter().map(String::as_str).collect();
+            programs
+                .0
+                .get(&c.source, &names)
+                .map_err(|e| locate(&e, &c.source))
+        })
+        .collect();
+    for ((entity, _, _, status), result) in todo.iter_mut().zip(decoded) {
+        match result {
+            Ok(program) => {
+                commands.entity(*entity).insert(Compiled(program));
+            }
+            Err(error) => **status = Status::Failed { error },
+        }
+    }
+    profile.counters.candidates += todo.len() as u64;
+    profile.record(timer);
+}

@@ -1,0 +1,88 @@
+//! Schedule: stop, retire, admit, and lay out lanes.
+//!
+//! Every step the schedule (1) stops everything still running when the stop signal fires
+//! (Ctrl-C or the wall-clock budget), (2) retires finished candidates by despawning their lane
+//! groups, and (3) admits decoded pending candidates, in population order, while fewer than
+//! [`FitSettings::window`] are active. Admitting a candidate cuts its lanes (restarts × data
+//! points) into [`LaneGroup`]s of at most [`FitSettings::lanes_per_group`] lanes, each routed
+//! to the walk. The layout depends on the lane count alone, so results do not depend on the
+//! thread count.
+
+use crate::machine::Machine;
+use crate::profile::{Profile, Stage, StageTimer};
+use crate::resources::{FitSettings, StopSignal};
+use bevy_ecs::prelude::*;
+use ndvm_components::prelude::*;
+
+type Admission<'a> = (
+    Entity,
+    &'a Candidate,
+    &'a FitSpec,
+    &'a mut Status,
+    &'a mut Groups,
+    Has<Compiled>,
+);
+
+pub fn schedule(
+    mut commands: Commands,
+    settings: Res<FitSettings>,
+    stop: Res<StopSignal>,
+    mut profile: ResMut<Profile>,
+    mut candidates: Query<Admission<'static>>,
+) {
+    let timer = StageTimer::start(Stage::Schedule);
+    if let Some(reason) = stop.reason() {
+        for (.., mut status, _, _) in &mut candidates {
+            if !status.is_final() {
+                *status = Status::Stopped {
+                    reason: reason.to_string(),
+                };
+            }
+        }
+    }
+    let mut active = 0;
+    let mut waiting = Vec::new();
+    for (entity, cand, spec, status, mut groups, compiled) in &mut candidates {
+        match *status {
+            Status::Active => active += 1,
+            Status::Pending if compiled => waiting.push((cand.index, entity, spec.lanes())),
+            _ => {
+                for g in groups.0.drain(..) {
+                    commands.entity(g).despawn();
+                }
+            }
+        }
+    }
+    waiting.sort_unstable_by_key(|w| w.0);
+    for (_, entity, lanes) in waiting
+        .into_iter()
+        .take(settings.window.saturating_sub(active))
+    {
+        let per = settings.lanes_per_group.max(1);
+        let ids: Vec<Entity> = (0..lanes)
+            .step_by(per)
+            .map(|first| {
+                let group = LaneGroup {
+                    candidate: entity,
+                    first,
+                    lanes: per.min(lanes - first),
+                };
+                commands
+                    .spawn((
+                        group,
+                        Route::Walk,
+                        GroupOutputs::default(),
+                        Machine::default(),
+                    ))
+                    .id()
+            })
+            .collect();
+        profile.counters.groups += ids.len() as u64;
+        profile.counters.admitted += 1;
+        commands
+            .entity(entity)
+            .insert((Groups(ids), Status::Active, LaneResults::default()));
+    }
+    profile.counters.steps += 1;
+    profile.record(timer);
+}

@@ -1,0 +1,116 @@
+//! Walk: the structural walk of every lane group routed to it.
+//!
+//! A group's bindings are its candidate's parameters spread over the group's lanes (each
+//! restart's values repeated over its data points), the data columns tiled over restarts, and
+//! the shared inputs. The engine walks the program once over all the group's lanes, running the
+//! numeric kernels inline and recording the tape that the backward stage replays. Groups are
+//! walked in parallel (rayon); one group's walk is sequential, so its numbers do not depend on
+//! the thread count.
+
+use crate::machine::{Machine, locate};
+use crate::profile::{Profile, Stage, StageTimer};
+use bevy_ecs::prelude::*;
+use ndvm_components::prelude::*;
+use ndvm_engine::prelude::*;
+use rayon::prelude::*;
+
+pub fn walk(
+    mut profile: ResMut<Profile>,
+    candidates: Query<(&Candidate, &FitSpec, &ParamValues, &Compiled, &Status)>,
+    mut groups: Query<(&LaneGroup, &Route, &mut Machine, &mut GroupOutputs)>,
+) {
+    let timer = StageTimer::start(Stage::Walk);
+    let mut todo: Vec<_> = groups
+        .iter_mut()
+        .filter(|(_, route, ..)| **route == Route::Walk)
+        .filter(|(g, ..)| {
+            candidates
+                .get(g.candidate)
+                .is_ok_and(|c| *c.4 == Status::Active)
+        })
+        .collect();
+    let candidates = &candidates;
+    let done: Vec<(u64, u64)> = todo
+        .par_iter_mut()
+        .map(|(group, _, machine, out)| {
+            let Ok((cand, spec, values, compiled, _)) = candidates.get(group.candidate) else {
+                return (0, 0);
+            };
+            let bindings = bind(group, spec, values);
+            walk_group(
+                machine,
+                out,
+                &compiled.0,
+                &bindings,
+                &cand.source,
+                group.lanes,
+            );
+            (1, out.tape_nodes)
+        })
+        .collect();
+    for (walks, nodes) in done {
+        profile.counters.walks += walks;
+        profile.counters.tape_nodes += nodes;
+    }
+    profile.counters.lanes += todo.iter().map(|(g, ..)| g.lanes as u64).sum::<u64>();
+    profile.record(timer);
+}
+
+/// The inputs of `group`'s lanes.
+pub fn bind(group: &LaneGroup, spec: &FitSpec, values: &ParamValues) -> Bindings<f64> {
+    let points = spec.points();
+    let lanes = group.first..group.first + group.lanes;
+    let mut b = Bindings::new();
+    for (p, name) in spec.params.iter().enumerate() {
+        let per_restart = &values.0[p * spec.restarts..(p + 1) * spec.restarts];
+        b.lanes(
+            name,
+            lanes.clone().map(|l| per_restart[l / points]).collect(),
+        );
+    }
+    if let Some(data) = &spec.data {
+        for (name, column) in &data.inputs {
+            b.lane_data(name, lanes.clone().map(|l| column[l % points]).collect());
+        }
+    }
+    for (name, x) in &spec.shared.numbers {
+        b.constant(name, *x);
+    }
+    for m in &spec.shared.matrices {
+        b.matrix(&m.name, m.rows, m.cols, m.data.clone());
+    }
+    b
+}
+
+/// Walks one group, leaving its result in the machine and its per-lane outputs in `out`.
+fn walk_group(
+    machine: &mut Machine,
+    out: &mut GroupOutputs,
+    program: &Program,
+    bindings: &Bindings<f64>,
+    src: &str,
+    lanes: usize,
+) {
+    out.error = None;
+    machine.result = None;
+    match machine.vm.eval(program, bindings, true) {
+        Ok(v) => match machine.vm.numbers(v) {
+            Some(xs) => {
+                out.out = xs;
+                machine.result = Some(v);
+            }
+            None => {
+                out.out = vec![f64::NAN; lanes];
+                out.error = Some(format!(
+                    "the program returned `{}`, not a number",
+                    machine.vm.render(program, v, 0)
+                ));
+            }
+        },
+        Err(e) => {
+            out.out = vec![f64::NAN; lanes];
+            out.error = Some(locate(&e, src));
+        }
+    }
+    out.tape_nodes = machine.vm.stats().tape_nodes;
+}

@@ -1,0 +1,223 @@
+//! `ndvm fit` and `ndvm profile`: run a scene's population.
+//!
+//! `fit` shows a progress bar (standard error, hidden off a terminal), prints the ranked table
+//! (or the results JSON with `--json`) and writes the results JSON and the losses CSV where the
+//! scene or the flags say. Ctrl-C stops the fit cleanly: the results so far are still written
+//! (unfinished candidates are marked `stopped`) and the exit status is 130. `profile` runs the
+//! same fit and prints the per-stage table instead (`docs/profiling.md`).
+
+use crate::Failure;
+use clap::Args;
+use indicatif::{ProgressBar, ProgressStyle};
+use ndvm_components::scene::{Scene, SceneError};
+use ndvm_systems::prelude::*;
+use ndvm_systems::report;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+#[derive(Args, Debug)]
+pub struct FitArgs {
+    /// The scene file (`*.scene.ron`); its relative paths are relative to its folder.
+    scene: PathBuf,
+    /// Worker threads (default: the scene's `threads`, else one per core). Results do not
+    /// depend on it.
+    #[arg(long, value_name = "N")]
+    threads: Option<usize>,
+    /// Optimizer steps per candidate (overrides the scene's `steps`).
+    #[arg(long, value_name = "N")]
+    steps: Option<u32>,
+    /// Write the results JSON here (overrides the scene's `outputs.results`).
+    #[arg(long, value_name = "FILE")]
+    out: Option<PathBuf>,
+    /// Write per-step losses as CSV here (overrides the scene's `outputs.losses_csv`).
+    #[arg(long, value_name = "FILE")]
+    losses: Option<PathBuf>,
+    /// Print the results JSON on standard output instead of the table.
+    #[arg(long)]
+    json: bool,
+    /// Rows of the ranked table.
+    #[arg(long, value_name = "N", default_value_t = 20)]
+    top: usize,
+}
+
+#[derive(Args, Debug)]
+pub struct ProfileArgs {
+    /// The scene file to fit and profile.
+    scene: PathBuf,
+    #[arg(long, value_name = "N")]
+    threads: Option<usize>,
+    #[arg(long, value_name = "N")]
+    steps: Option<u32>,
+    /// Print the profile as JSON.
+    #[arg(long)]
+    json: bool,
+    /// Write a Chrome/Perfetto trace of every stage run (open in ui.perfetto.dev).
+    #[arg(long, value_name = "FILE")]
+    trace: Option<PathBuf>,
+}
+
+pub fn fit(args: FitArgs) -> Result<(), Failure> {
+    let (scene, base) = read_scene(&args.scene)?;
+    let interrupted = interrupt_flag();
+    let options = FitOptions {
+        threads: args.threads,
+        steps: args.steps,
+        interrupted: Some(interrupted.clone()),
+        ..FitOptions::default()
+    };
+    let mut fit = start(&scene, &base, &options, &args.scene)?;
+    let threads = options
+        .threads
+        .or(scene.threads)
+        .unwrap_or_else(rayon_threads);
+    let report = run_with_bar(&mut fit);
+    let timing = fit.profile().report();
+    let json = report::to_json(&report, Some(&timing), threads);
+    let results = args
+        .out
+        .clone()
+        .or(scene.outputs.results.as_ref().map(PathBuf::from));
+    if let Some(path) = &results {
+        write(path, &json)?;
+    }
+    let losses = args
+        .losses
+        .clone()
+        .or(scene.outputs.losses_csv.as_ref().map(PathBuf::from));
+    if let Some(path) = &losses {
+        write(path, &report.losses_csv())?;
+    }
+    if args.json {
+        println!("{json}");
+    } else {
+        print!("{}", report.table(args.top));
+        let c = timing.counters;
+        println!(
+            "\n{} candidates, {} walks, {:.2} s on {threads} thread(s){}",
+            report.candidates.len(),
+            c.walks,
+            timing.wall_s,
+            results.map_or(String::new(), |p| format!("; results in {}", p.display()))
+        );
+    }
+    if interrupted.load(Ordering::Relaxed) {
+        eprintln!("interrupted: results of the candidates so far were written");
+        return Err(Failure::Interrupted);
+    }
+    if report.candidates.iter().all(|c| c.status == "failed") {
+        return Err(Failure::Program);
+    }
+    Ok(())
+}
+
+pub fn profile(args: ProfileArgs) -> Result<(), Failure> {
+    let (scene, base) = read_scene(&args.scene)?;
+    let _trace = match &args.trace {
+        Some(path) => Some(trace_to(path)?),
+        None => None,
+    };
+    let options = FitOptions {
+        threads: args.threads,
+        steps: args.steps,
+        interrupted: Some(interrupt_flag()),
+        ..FitOptions::default()
+    };
+    let mut fit = start(&scene, &base, &options, &args.scene)?;
+    run_with_bar(&mut fit);
+    let report = fit.profile().report();
+    if args.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&report).unwrap_or_default()
+        );
+    } else {
+        print!("{}", report.table());
+    }
+    Ok(())
+}
+
+fn rayon_threads() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+fn read_scene(path: &Path) -> Result<(Scene, PathBuf), Failure> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| Failure::Usage(format!("cannot read {}: {e}", path.display())))?;
+    let scene = Scene::from_ron(&text).map_err(|e| {
+        eprint!("{}", scene_error(&e, path, &text));
+        Failure::Program
+    })?;
+    let base = path.parent().map_or_else(PathBuf::new, Path::to_path_buf);
+    Ok((scene, base))
+}
+
+/// `error: scene.ron:12:5: message`, then the line with a marker under the column.
+fn scene_error(e: &SceneError, path: &Path, text: &str) -> String {
+    let mut out = format!(
+        "error: {}:{}:{}: {}\n",
+        path.display(),
+        e.line,
+        e.column,
+        e.message
+    );
+    if let Some(line) = text.lines().nth(e.line.saturating_sub(1)) {
+        out += &format!("{:>5} | {line}\n", e.line);
+        out += &format!("{:>5} | {}^\n", "", " ".repeat(e.column.saturating_sub(1)));
+    }
+    out
+}
+
+fn start(scene: &Scene, base: &Path, options: &FitOptions, path: &Path) -> Result<Fit, Failure> {
+    Fit::new(scene, base, options).map_err(|e| {
+        eprintln!("error: {}: {e}", path.display());
+        Failure::Program
+    })
+}
+
+fn run_with_bar(fit: &mut Fit) -> FitReport {
+    let total = fit.progress().total as u64;
+    let bar = ProgressBar::new(total);
+    bar.set_style(
+        ProgressStyle::with_template("{bar:40} {pos}/{len} candidates, step {msg} ({elapsed})")
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    let report = fit.run(|p| {
+        bar.set_position(p.finished as u64);
+        bar.set_message(p.steps.to_string());
+    });
+    bar.finish_and_clear();
+    report
+}
+
+/// A flag Ctrl-C sets; a second Ctrl-C exits at once.
+fn interrupt_flag() -> Arc<AtomicBool> {
+    let flag = Arc::new(AtomicBool::new(false));
+    let seen = flag.clone();
+    // Only one handler per process; if one is set already, the fit simply cannot be interrupted.
+    let _ = ctrlc::set_handler(move || {
+        if seen.swap(true, Ordering::Relaxed) {
+            std::process::exit(130);
+        }
+    });
+    flag
+}
+
+fn write(path: &Path, text: &str) -> Result<(), Failure> {
+    std::fs::write(path, text)
+        .map_err(|e| Failure::Usage(format!("cannot write {}: {e}", path.display())))
+}
+
+/// Installs a Chrome-trace subscriber; the trace is flushed when the guard drops.
+fn trace_to(path: &Path) -> Result<tracing_chrome::FlushGuard, Failure> {
+    use tracing_subscriber::prelude::*;
+    let (layer, guard) = tracing_chrome::ChromeLayerBuilder::new()
+        .file(path)
+        .include_args(false)
+        .build();
+    tracing_subscriber::registry()
+        .with(layer)
+        .try_init()
+        .map_err(|e| Failure::Usage(format!("cannot trace: {e}")))?;
+    Ok(guard)
+}
