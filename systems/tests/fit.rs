@@ -1,0 +1,188 @@
+//! The fit pipeline as a whole: determinism across threads, runs and lane layouts; gradients
+//! against finite differences; failures, interrupts and budgets.
+
+use ndvm_components::scene::Scene;
+use ndvm_systems::prelude::*;
+use ndvm_systems::report;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+
+fn scenes() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../scenes")
+}
+
+fn scene_file(name: &str) -> Scene {
+    let text = std::fs::read_to_string(scenes().join(name)).expect("scene");
+    Scene::from_ron(&text).expect("parses")
+}
+
+fn run(scene: &Scene, options: &FitOptions) -> FitReport {
+    Fit::new(scene, &scenes(), options)
+        .expect("starts")
+        .run(|_| {})
+}
+
+/// The results JSON without its timing: what must not change.
+fn results(scene: &Scene, options: &FitOptions) -> String {
+    report::to_json(&run(scene, options), None, 0)
+}
+
+fn threads(n: usize) -> FitOptions {
+    FitOptions {
+        threads: Some(n),
+        ..FitOptions::default()
+    }
+}
+
+/// A mixed population: a stream of closed forms (some failing), a data fit with divergent
+/// loops (Lotka–Volterra), and a likelihood over a matrix input (Kalman), scaled down.
+fn population() -> Vec<Scene> {
+    let mut cosearch = scene_file("cosearch.scene.ron");
+    cosearch.steps = 15;
+    if let Some(ndvm_components::scene::Candidates::Stream { take, .. }) =
+        cosearch.candidates.first_mut()
+    {
+        *take = Some(60);
+    }
+    let mut lv = scene_file("lotka_volterra.scene.ron");
+    lv.steps = 8;
+    let mut kalman = scene_file("kalman2d.scene.ron");
+    kalman.steps = 10;
+    vec![cosearch, lv, kalman]
+}
+
+#[test]
+fn results_are_byte_identical_at_1_2_and_4_threads_and_across_runs() {
+    for scene in population() {
+        let one = results(&scene, &threads(1));
+        assert!(one.contains("\"loss\""), "{one}");
+        assert_eq!(one, results(&scene, &threads(2)));
+        assert_eq!(one, results(&scene, &threads(4)));
+        assert_eq!(one, results(&scene, &threads(2)), "rerun");
+    }
+}
+
+#[test]
+fn a_batch_of_lanes_fits_exactly_as_each_lane_alone() {
+    // One lane per group walks every (restart, point) alone; 7 cuts restarts mid-way; 4096
+    // puts a candidate's lanes in one walk. The admission window only changes who runs when.
+    for scene in population() {
+        let layout = |lanes_per_group, window| FitOptions {
+            settings: FitSettings {
+                lanes_per_group,
+                window,
+            },
+            ..FitOptions::default()
+        };
+        let batched = results(&scene, &layout(4096, 1024));
+        assert_eq!(batched, results(&scene, &layout(1, 1024)));
+        assert_eq!(batched, results(&scene, &layout(7, 3)));
+    }
+}
+
+fn decay_scene(optimizer: &str, steps: u32, a: f64, b: f64) -> Scene {
+    Scene::from_ron(&format!(
+        r#"Scene(
+            candidates: [Inline(name: "decay", src: "(* a (exp (* b x)))")],
+            parameters: Parameters(names: ["a", "b"], init: {{"a": {a}, "b": {b}}},
+                                   restarts: Restarts(count: 3, scale: 0.2, seed: 4)),
+            data: Some(Synthetic(program: "(+ 0.1 (* 2 (exp (* -0.4 x))))", constants: {{}},
+                                 inputs: {{"x": Linspace(0.0, 4.0, 25)}}, noise: 0.05, seed: 2,
+                                 split: Split(train: 0.6, seed: 1))),
+            loss: Mse,
+            optimizer: {optimizer},
+            steps: {steps},
+        )"#
+    ))
+    .expect("scene")
+}
+
+#[test]
+fn the_loss_gradient_matches_central_differences() {
+    // One SGD step moves each restart by -lr * gradient. Shifting `init` shifts every restart
+    // by the same amount (the restart offsets come from the seed), so zero-step fits at
+    // shifted starts give each restart's (training) loss for central differences.
+    let lr = 1e-3;
+    let (a, b) = (1.5, -0.2);
+    let sgd = format!("Sgd(lr: {lr})");
+    let stepped = run(&decay_scene(&sgd, 1, a, b), &threads(2));
+    let start = run(&decay_scene(&sgd, 0, a, b), &threads(2));
+    let h = 1e-6;
+    let shifted = |da: f64, db: f64| run(&decay_scene(&sgd, 0, a + da, b + db), &threads(1));
+    for (name, da, db) in [("a", h, 0.0), ("b", 0.0, h)] {
+        let (up, down) = (shifted(da, db), shifted(-da, -db));
+        for r in 0..3 {
+            let before = &start.candidates[0].restarts[r];
+            let after = &stepped.candidates[0].restarts[r];
+            let grad = (before.params[name] - after.params[name]) / lr;
+            let fd = (up.candidates[0].restarts[r].loss - down.candidates[0].restarts[r].loss)
+                / (2.0 * h);
+            assert!(
+                (grad - fd).abs() <= 1e-6 * (1.0 + fd.abs()),
+                "restart {r}, {name}: {grad} vs {fd}"
+            );
+            assert!(
+                grad.abs() > 1e-3,
+                "{name}: gradient {grad} is not informative"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_failing_candidate_is_reported_with_its_location_and_the_others_go_on() {
+    let scene = Scene::from_ron(
+        r#"Scene(
+            candidates: [
+                Inline(name: "good", src: "(* (- a 2) (- a 2))"),
+                Inline(name: "syntax", src: "(+ a\n   (* 2 a)"),
+                Inline(name: "type", src: "(+ a (car 5))"),
+                Inline(name: "unbound", src: "(+ a zeta)"),
+            ],
+            parameters: Parameters(names: ["a"], init: {"a": 0.0}),
+            optimizer: Adam(lr: 0.1),
+            steps: 100,
+        )"#,
+    )
+    .expect("scene");
+    let report = run(&scene, &threads(2));
+    let status: Vec<&str> = report.candidates.iter().map(|c| c.status).collect();
+    assert_eq!(status, ["done", "failed", "failed", "failed"]);
+    assert!((report.candidates[0].params["a"] - 2.0).abs() < 0.05);
+    let detail = |i: usize| report.candidates[i].detail.clone().unwrap_or_default();
+    assert!(detail(1).contains("syntax error"), "{}", detail(1));
+    assert!(
+        detail(2).starts_with("line 1, column 6: type error"),
+        "{}",
+        detail(2)
+    );
+    assert!(detail(3).contains("zeta"), "{}", detail(3));
+    assert_eq!(report.ranking()[0], 0);
+}
+
+#[test]
+fn an_interrupt_or_a_spent_budget_stops_the_fit_with_results() {
+    let mut scene = scene_file("kalman2d.scene.ron");
+    scene.steps = 5;
+    let interrupted = FitOptions {
+        interrupted: Some(Arc::new(AtomicBool::new(true))),
+        ..FitOptions::default()
+    };
+    let report = run(&scene, &interrupted);
+    assert_eq!(report.candidates[0].status, "stopped");
+    assert_eq!(report.candidates[0].detail.as_deref(), Some("interrupted"));
+    scene.budget_seconds = Some(0.0);
+    let report = run(&scene, &FitOptions::default());
+    assert_eq!(report.candidates[0].status, "stopped");
+    // Budget checks happen between steps: the starting parameters are still reported.
+    assert_eq!(report.candidates[0].params["q"], 0.05);
+}
+
+#[test]
+fn missing_files_are_errors_naming_the_file() {
+    let scene =
+        Scene::from_ron(r#"Scene(candidates: [File("no-such-model.scm")])"#).expect("scene");
+    let e = Fit::new(&scene, Path::new("."), &FitOptions::default()).expect_err("missing");
+    assert!(e.to_string().contains("no-such-model.scm"), "{e}");
+}

@@ -1,0 +1,180 @@
+//! `ndvm fit` and `ndvm profile` end to end.
+
+use serde_json::Value;
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+fn ndvm(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_ndvm"))
+        .args(args)
+        .output()
+        .expect("ndvm runs")
+}
+
+fn scene(name: &str) -> String {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../scenes")
+        .join(name)
+        .to_string_lossy()
+        .into_owned()
+}
+
+fn tmp(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("ndvm-fit-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("tmp dir");
+    dir.join(name)
+}
+
+fn json(path: &PathBuf) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(path).expect("written")).expect("json")
+}
+
+#[test]
+fn fit_writes_deterministic_results_and_losses() {
+    let heat = scene("heat1d.scene.ron");
+    let (a, b, losses) = (tmp("a.json"), tmp("b.json"), tmp("losses.csv"));
+    let out = ndvm(&["fit", &heat, "--threads", "1", "--steps", "40", "--out"])
+        .status
+        .code();
+    assert_eq!(out, Some(2), "--out needs a value");
+    let run = |path: &PathBuf, threads: &str| {
+        let p = path.to_string_lossy().into_owned();
+        let l = losses.to_string_lossy().into_owned();
+        let out = ndvm(&[
+            "fit",
+            &heat,
+            "--threads",
+            threads,
+            "--steps",
+            "40",
+            "--out",
+            &p,
+            "--losses",
+            &l,
+        ]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let table = run(&a, "1");
+    assert!(
+        table.contains("rank") && table.contains("alpha="),
+        "{table}"
+    );
+    run(&b, "2");
+    let (mut ja, mut jb) = (json(&a), json(&b));
+    assert_eq!(ja["timing"]["threads"], 1);
+    assert_eq!(jb["timing"]["threads"], 2);
+    assert!(
+        ja["timing"]["stages"]
+            .as_array()
+            .is_some_and(|s| s.len() == 7)
+    );
+    ja.as_object_mut().expect("object").remove("timing");
+    jb.as_object_mut().expect("object").remove("timing");
+    assert_eq!(ja, jb);
+    assert_eq!(ja["candidates"][0]["steps"], 40);
+    let csv = std::fs::read_to_string(&losses).expect("csv");
+    // A header, then 3 restarts x 41 evaluations.
+    assert_eq!(csv.lines().count(), 1 + 3 * 41, "{csv}");
+    assert!(csv.starts_with("candidate,name,restart,step,loss\n0,\"heat1d\",0,0,"));
+}
+
+#[test]
+fn fit_prints_json_on_request() {
+    let out = ndvm(&[
+        "fit",
+        &scene("kalman2d.scene.ron"),
+        "--steps",
+        "3",
+        "--json",
+    ]);
+    assert!(out.status.success());
+    let v: Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(v["candidates"][0]["name"], "kalman2d");
+    assert_eq!(
+        v["candidates"][0]["restarts"].as_array().map(Vec::len),
+        Some(16)
+    );
+    assert_eq!(v["ranking"][0], 0);
+}
+
+#[test]
+fn a_malformed_scene_exits_1_with_its_line_and_column() {
+    let path = tmp("bad.scene.ron");
+    std::fs::write(
+        &path,
+        "Scene(\n    candidates: [File(\"m.scm\")],\n    setps: 3,\n)\n",
+    )
+    .expect("write");
+    let p = path.to_string_lossy().into_owned();
+    let out = ndvm(&["fit", &p]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!("{p}:3:")) && err.contains("setps"),
+        "{err}"
+    );
+    let out = ndvm(&["fit", "no/such/scene.ron"]);
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn profile_reports_every_stage_and_writes_a_trace() {
+    let trace = tmp("trace.json");
+    let t = trace.to_string_lossy().into_owned();
+    let out = ndvm(&[
+        "profile",
+        &scene("heat1d.scene.ron"),
+        "--steps",
+        "5",
+        "--json",
+        "--trace",
+        &t,
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).expect("json");
+    let names: Vec<&str> = v["stages"]
+        .as_array()
+        .expect("stages")
+        .iter()
+        .filter_map(|s| s["stage"].as_str())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "decode",
+            "schedule",
+            "walk",
+            "numeric",
+            "merge-masks",
+            "backward",
+            "optimize"
+        ]
+    );
+    assert_eq!(v["stages"][2]["calls"], 6);
+    assert_eq!(v["counters"]["walks"], 6);
+    assert!(v["counters"]["tape_nodes"].as_u64().is_some_and(|n| n > 0));
+    let events: Value = serde_json::from_str(&std::fs::read_to_string(&trace).expect("trace"))
+        .expect("trace is JSON");
+    let walks = events
+        .as_array()
+        .expect("events")
+        .iter()
+        .filter(|e| e["name"] == "walk" && e["ph"] == "B")
+        .count();
+    assert_eq!(walks, 6);
+    let table = ndvm(&["profile", &scene("heat1d.scene.ron"), "--steps", "2"]);
+    let text = String::from_utf8_lossy(&table.stdout);
+    assert!(
+        text.contains("merge-masks") && text.contains("ecs"),
+        "{text}"
+    );
+}
