@@ -14,7 +14,7 @@ use crate::prims::kernels::{Arg, Gather, Grads, backward1_over, backward2_over};
 use crate::prims::linalg::{self, Lanes, LinNode, Work};
 use crate::prims::scalar::Op;
 use crate::real::Real;
-use crate::tape::{Form, Tape, TapeNode};
+use crate::tape::{ExtArg, Form, Tape, TapeNode};
 use crate::tape::{SKIP_A, SKIP_B};
 
 /// Runs the backward pass, seeding the given result slots (a scalar result has one).
@@ -39,7 +39,9 @@ pub fn backward<R: Real>(
         payload.adjoint[seeds.0..seeds.1].fill(R::one());
         for (i, n) in tape.nodes.iter().enumerate().rev() {
             let skip = tape.skip.get(i).copied().unwrap_or(0);
-            if n.op.is_linalg() {
+            if n.op == Op::Ext {
+                ext_vjp(tape, payload, n, Layout::All);
+            } else if n.op.is_linalg() {
                 linalg_vjp(
                     tape,
                     payload,
@@ -71,6 +73,8 @@ pub fn backward<R: Real>(
         let layout = sets.layout(n.lanes);
         if n.op == Op::Select {
             select_vjp(payload, sets, n, skip);
+        } else if n.op == Op::Ext {
+            ext_vjp(tape, payload, n, layout);
         } else if n.op.is_linalg() {
             linalg_vjp(
                 tape,
@@ -111,6 +115,48 @@ fn clear_output<R: Real>(tape: &Tape<R>, p: &mut Payload<R>, n: &TapeNode) {
     };
     let b = p.lanes;
     p.adjoint[n.out as usize * b..(n.out + len) as usize * b].fill(R::zero());
+}
+
+/// A custom primitive's VJP over the node's lanes: operands gathered into `f64` columns, the
+/// primitive's VJP, and each differentiable operand's adjoint increased lane by lane.
+fn ext_vjp<R: Real>(tape: &Tape<R>, p: &mut Payload<R>, n: &TapeNode, layout: Layout) {
+    let Some(call) = tape.ext.get(n.a as usize) else {
+        return;
+    };
+    let Some(prim) = tape.primitives.get(call.prim as usize) else {
+        return;
+    };
+    let args = &tape.ext_args[call.start as usize..(call.start + call.len) as usize];
+    let b = p.lanes;
+    let mut active = Vec::with_capacity(b);
+    layout.for_ranges(b, |s, e| active.extend(s..e));
+    let column = |slot: u32| -> Vec<f64> {
+        let x = p.lane_values(slot);
+        active.iter().map(|&l| x[l].to_f64()).collect()
+    };
+    let cols: Vec<Vec<f64>> = args
+        .iter()
+        .map(|a| match *a {
+            ExtArg::Slot(s) | ExtArg::Data(s) => column(s),
+            ExtArg::Const(c) => vec![tape.consts[c as usize].to_f64(); active.len()],
+        })
+        .collect();
+    let out = column(n.out);
+    let g: Vec<f64> = {
+        let adj = &p.adjoint[n.out as usize * b..(n.out as usize + 1) * b];
+        active.iter().map(|&l| adj[l].to_f64()).collect()
+    };
+    let refs: Vec<&[f64]> = cols.iter().map(Vec::as_slice).collect();
+    let mut grads = vec![vec![0.0; active.len()]; args.len()];
+    prim.vjp(&refs, &out, &g, &mut grads);
+    for (a, d) in args.iter().zip(&grads) {
+        if let ExtArg::Slot(s) = *a {
+            let adj = &mut p.adjoint[s as usize * b..(s as usize + 1) * b];
+            for (&l, &x) in active.iter().zip(d) {
+                adj[l] = adj[l] + R::from_f64(x);
+            }
+        }
+    }
 }
 
 /// A linear-algebra node's VJP over each lane range of its layout.

@@ -160,7 +160,12 @@ impl<R: Real> Vm<R> {
             tag::NUM => out.push_str(&format_number(self.payload.lane_values(v.slot)[lane])),
             tag::SYMBOL => out.push_str(program.symbol_name(crate::syntax::symbols::Sym(v.aux))),
             tag::PRIM => {
-                let name = crate::prims::Prim::from_id(v.aux).map_or("?", |p| p.name());
+                let ext = v.aux.checked_sub(crate::extension::EXT_BASE);
+                let name = match (crate::prims::Prim::from_id(v.aux), ext) {
+                    (Some(p), _) => p.name(),
+                    (None, Some(i)) => program.primitives.get(i as usize).map_or("?", |p| p.name()),
+                    _ => "?",
+                };
                 out.push_str(&format!("#<procedure {name}>"));
             }
             tag::CLOSURE => out.push_str("#<procedure>"),

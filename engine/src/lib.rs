@@ -30,6 +30,7 @@ pub mod bindings;
 pub mod check;
 pub mod error;
 pub mod eval;
+pub mod extension;
 pub mod heap;
 pub mod lanes;
 pub mod limits;
@@ -55,6 +56,7 @@ pub mod prelude {
     pub use crate::bindings::{Bindings, Input};
     pub use crate::error::{Error, ErrorKind, Result};
     pub use crate::eval::{Evaluation, Output, evaluate};
+    pub use crate::extension::{Primitive, Registry, check_primitive};
     pub use crate::limits::Limits;
     pub use crate::program::{Program, ProgramCache};
     pub use crate::real::Real;

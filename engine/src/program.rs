@@ -5,6 +5,7 @@
 //! so a population that repeats a program (or a fit that evaluates it every step) decodes it once.
 
 use crate::error::{Result, Span};
+use crate::extension::Registry;
 use crate::prims::Prim;
 use crate::syntax::reader::{Data, Literal};
 use crate::syntax::symbols::Sym;
@@ -36,6 +37,8 @@ pub enum Node {
     Input(u32),
     /// A base-environment primitive used as a value.
     Base(Prim),
+    /// A custom primitive ([`Program::primitives`] index) used as a value.
+    Ext(u32),
     If {
         test: NodeId,
         then: NodeId,
@@ -102,14 +105,25 @@ pub struct Program {
     /// Read data: quoted data and symbol names.
     pub data: Data,
     pub root: NodeId,
+    /// The custom primitives the program was decoded against.
+    pub primitives: Registry,
 }
 
 impl Program {
     /// Reads, expands and decodes `source` against the given host input names.
     pub fn new(source: &str, inputs: &[&str]) -> Result<Program> {
+        Program::with_primitives(source, inputs, &Registry::default())
+    }
+
+    /// Like [`Program::new`], with custom primitives callable by name.
+    pub fn with_primitives(
+        source: &str,
+        inputs: &[&str],
+        primitives: &Registry,
+    ) -> Result<Program> {
         let data = crate::syntax::reader::read(source)?;
         let expanded = crate::syntax::expand::expand(data)?;
-        crate::syntax::decode::decode(expanded, source.into(), inputs)
+        crate::syntax::decode::decode(expanded, source.into(), inputs, primitives)
     }
 
     pub fn node(&self, id: NodeId) -> Node {
@@ -142,9 +156,22 @@ impl ProgramCache {
 
     /// The cached program for `source` decoded against `inputs`, decoding it on a miss.
     pub fn get(&self, source: &str, inputs: &[&str]) -> Result<Arc<Program>> {
+        self.get_with(source, inputs, &Registry::default())
+    }
+
+    /// Like [`ProgramCache::get`], decoding against custom primitives (programs decoded
+    /// against different primitive names are different entries).
+    pub fn get_with(
+        &self,
+        source: &str,
+        inputs: &[&str],
+        primitives: &Registry,
+    ) -> Result<Arc<Program>> {
+        let signature = primitives.signature();
         let mut h = DefaultHasher::new();
         source.hash(&mut h);
         inputs.hash(&mut h);
+        signature.hash(&mut h);
         let key = h.finish();
         let same = |p: &Arc<Program>| {
             &*p.source == source
@@ -152,13 +179,14 @@ impl ProgramCache {
                     .iter()
                     .map(String::as_str)
                     .eq(inputs.iter().copied())
+                && p.primitives.signature() == signature
         };
         if let Ok(map) = self.map.lock()
             && let Some(p) = map.get(&key).and_then(|v| v.iter().find(|p| same(p)))
         {
             return Ok(p.clone());
         }
-        let program = Arc::new(Program::new(source, inputs)?);
+        let program = Arc::new(Program::with_primitives(source, inputs, primitives)?);
         if let Ok(mut map) = self.map.lock() {
             map.entry(key).or_default().push(program.clone());
         }

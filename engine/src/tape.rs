@@ -81,9 +81,36 @@ pub struct Tape<R> {
     pub branches: Vec<BranchGuard>,
     /// Sizes `[m, k, n]` of the linear-algebra nodes (see [`crate::prims::linalg::LinNode`]).
     pub dims: Vec<[u32; 3]>,
+    /// Custom-primitive calls ([`Op::Ext`] nodes point here with `a`).
+    pub ext: Vec<ExtCall>,
+    /// Operands of the custom-primitive calls, `ExtCall::args` ranges into it.
+    pub ext_args: Vec<ExtArg>,
+    /// The custom primitives the calls refer to (the walked program's).
+    pub primitives: crate::extension::Registry,
     /// Per node: operands that need no adjoint (bit 0: `a`, bit 1: `b`) because they are
     /// constant leaves — data and constant tensors — so the backward pass skips them.
     pub skip: Vec<u8>,
+}
+
+/// One custom-primitive call: which primitive and where its operands are.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ExtCall {
+    /// Index in the program's [`crate::extension::Registry`].
+    pub prim: u32,
+    /// Operands: `ext_args[start..start + len]`.
+    pub start: u32,
+    pub len: u32,
+}
+
+/// An operand of a custom-primitive call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ExtArg {
+    /// A lane value that wants an adjoint.
+    Slot(u32),
+    /// A lane value that is a constant leaf (data): read, never differentiated.
+    Data(u32),
+    /// A constant, by its index in [`Tape::consts`].
+    Const(u32),
 }
 
 /// [`Tape::skip`] bits.
@@ -98,6 +125,11 @@ impl<R: Copy> Tape<R> {
         self.branches.clear();
         self.dims.clear();
         self.skip.clear();
+        self.ext.clear();
+        self.ext_args.clear();
+        if !self.primitives.is_empty() {
+            self.primitives = crate::extension::Registry::default();
+        }
     }
 
     /// The linear-algebra application a node records.

@@ -24,6 +24,7 @@
 //! assert!((best.loss - 1.0).abs() < 1e-3);
 //! ```
 
+use crate::plugin::Engine;
 use crate::population::{self, PopulationError};
 use crate::profile::Profile;
 use crate::report::{self, FitReport};
@@ -61,6 +62,8 @@ pub struct FitOptions {
     pub settings: FitSettings,
     /// Set it (e.g. from a Ctrl-C handler) to stop the fit; finished results stand.
     pub interrupted: Option<Arc<AtomicBool>>,
+    /// Custom primitives and schedule hooks from plugins.
+    pub engine: Engine,
 }
 
 /// Progress after a step, for progress bars.
@@ -118,7 +121,10 @@ impl Fit {
             })?;
         let mut world = World::new();
         world.insert_resource(options.settings);
-        world.insert_resource(Programs::default());
+        world.insert_resource(Programs {
+            cache: Default::default(),
+            primitives: options.engine.primitives.clone(),
+        });
         world.insert_resource(Profile::default());
         world.insert_resource(StopSignal {
             interrupted: options.interrupted.clone().unwrap_or_default(),
@@ -144,7 +150,11 @@ impl Fit {
         let windows = total.div_ceil(options.settings.window.max(1)) as u64;
         Ok(Fit {
             world,
-            schedule: stage_schedule(),
+            schedule: {
+                let mut schedule = stage_schedule();
+                options.engine.extend(&mut schedule);
+                schedule
+            },
             pool,
             total,
             max_runs: windows * (max_steps + 2) + 2,

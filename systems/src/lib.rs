@@ -5,7 +5,7 @@
 //! LaneGroup entities; one run of the stage schedule — decode, schedule, walk, numeric,
 //! merge-masks, backward, optimize ([`stages`]) — is one fit step for every active candidate.
 //! [`fit::Fit`] owns the world and steps it; [`report`] turns it into results; [`profile`]
-//! times every stage.
+//! times every stage; [`plugin`] adds custom primitives and systems.
 //!
 //! Parallelism lives inside the walk, backward, merge-masks and optimize systems (rayon over
 //! entities); the work for one entity is sequential, so results do not depend on the thread
@@ -15,6 +15,7 @@ pub mod data;
 pub mod fit;
 pub mod loss;
 pub mod machine;
+pub mod plugin;
 pub mod population;
 pub mod profile;
 pub mod report;
@@ -27,6 +28,7 @@ pub use ndvm_engine as engine;
 /// The types most callers need.
 pub mod prelude {
     pub use crate::fit::{Fit, FitError, FitOptions, Progress, StageSet};
+    pub use crate::plugin::{Engine, EngineBuilder, Plugin, Primitive, check_primitive};
     pub use crate::profile::{Profile, ProfileReport, Stage};
     pub use crate::report::{CandidateResult, FitReport};
     pub use crate::resources::FitSettings;

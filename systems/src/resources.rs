@@ -2,6 +2,7 @@
 
 use bevy_ecs::prelude::*;
 use ndvm_engine::ProgramCache;
+use ndvm_engine::extension::Registry;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
@@ -45,6 +46,10 @@ impl StopSignal {
     }
 }
 
-/// Decoded programs, shared by content (the same source decodes once).
+/// Decoded programs, shared by content (the same source decodes once), and the custom
+/// primitives they are decoded against.
 #[derive(Resource, Debug, Default)]
-pub struct Programs(pub ProgramCache);
+pub struct Programs {
+    pub cache: ProgramCache,
+    pub primitives: Registry,
+}

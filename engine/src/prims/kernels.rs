@@ -45,6 +45,7 @@ macro_rules! per_op {
             // Merges are written by the walk and differentiated by the backward pass directly;
             // linear algebra has its own kernels (`prims::linalg`).
             Op::Select
+            | Op::Ext
             | Op::Dot
             | Op::Cross
             | Op::Norm

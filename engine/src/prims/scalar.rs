@@ -46,6 +46,9 @@ pub enum Op {
     Modulo,
     Remainder,
     Atan2,
+    /// A custom primitive ([`crate::extension`]): its operands live in [`crate::tape::Tape::ext`],
+    /// indexed by the node's `a`; the walk and the backward pass call its kernels directly.
+    Ext,
     /// The per-lane merge of a split branch: the then-lanes take `a`, the else-lanes `b`. Its
     /// lane sets live on the tape node; the walk and the backward pass handle it directly.
     Select,
@@ -129,6 +132,7 @@ impl Op {
             Op::Remainder => "remainder",
             Op::Copy => "vec",
             Op::Select => "if",
+            Op::Ext => "custom primitive",
             Op::Dot => "dot",
             Op::Cross => "cross",
             Op::Norm => "norm",

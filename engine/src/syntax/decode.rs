@@ -9,6 +9,7 @@
 use super::core::{CoreId, CoreKind, Expanded, TopForm};
 use super::symbols::Sym;
 use crate::error::{Error, ErrorKind, Result, Span};
+use crate::extension::Registry;
 use crate::prims::{self, Prim};
 use crate::program::{LambdaInfo, Node, NodeId, Program};
 use std::sync::Arc;
@@ -27,6 +28,7 @@ struct Decoder<'a> {
     ex: &'a Expanded,
     inputs: Vec<Sym>,
     input_names: Vec<String>,
+    primitives: &'a Registry,
     scope: Vec<(Sym, Binding)>,
     frames: Vec<Frame>,
     p: ProgramParts,
@@ -41,12 +43,18 @@ struct ProgramParts {
 }
 
 /// Decodes an expanded program against the host input names.
-pub fn decode(mut ex: Expanded, source: Arc<str>, inputs: &[&str]) -> Result<Program> {
+pub fn decode(
+    mut ex: Expanded,
+    source: Arc<str>,
+    inputs: &[&str],
+    primitives: &Registry,
+) -> Result<Program> {
     let input_syms: Vec<Sym> = inputs.iter().map(|n| ex.data.symbols.intern(n)).collect();
     let mut d = Decoder {
         ex: &ex,
         inputs: input_syms,
         input_names: inputs.iter().map(|s| s.to_string()).collect(),
+        primitives,
         scope: Vec::new(),
         frames: vec![Frame { next_slot: 0 }],
         p: ProgramParts::default(),
@@ -88,6 +96,7 @@ pub fn decode(mut ex: Expanded, source: Arc<str>, inputs: &[&str]) -> Result<Pro
         top_frame,
         data: std::mem::take(&mut ex.data),
         root,
+        primitives: primitives.clone(),
     })
 }
 
@@ -136,6 +145,9 @@ impl Decoder<'_> {
         let name = self.name(s);
         if let Some(p) = Prim::from_name(name) {
             return Ok(Node::Base(p));
+        }
+        if let Some(i) = self.primitives.find(name) {
+            return Ok(Node::Ext(i as u32));
         }
         let msg = match prims::unsupported(name) {
             Some(why) => format!("`{name}` {why}"),

@@ -64,7 +64,7 @@ impl<R: Real> Vm<R> {
             tag::CLOSURE => self.enter(program, node, f.slot, args, drop, tail),
             tag::PRIM => match Prim::from_id(f.aux) {
                 Some(p) => self.apply_prim(program, node, p, args, drop, tail),
-                None => Ok(Next::Return(Value::NIL)),
+                None => self.apply_ext(program, node, f.aux, args, drop),
             },
             _ => Err(self.error(
                 program,

@@ -9,6 +9,7 @@
 
 mod call;
 mod equality;
+mod extension;
 pub mod kont;
 mod merge;
 mod native;
@@ -327,6 +328,11 @@ impl<R: Real> Vm<R> {
             Node::Base(p) => Value {
                 tag: tag::PRIM,
                 aux: p as u32,
+                slot: 0,
+            },
+            Node::Ext(i) => Value {
+                tag: tag::PRIM,
+                aux: crate::extension::EXT_BASE + i,
                 slot: 0,
             },
             _ => return None,

@@ -28,8 +28,8 @@ pub fn decode(
             let names = spec.input_names();
             let names: Vec<&str> = names.iter().map(String::as_str).collect();
             programs
-                .0
-                .get(&c.source, &names)
+                .cache
+                .get_with(&c.source, &names, &programs.primitives)
                 .map_err(|e| locate(&e, &c.source))
         })
         .collect();

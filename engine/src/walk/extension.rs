@@ -1,0 +1,111 @@
+//! Calling a custom primitive ([`crate::extension`]) during the walk.
+//!
+//! The operands must be numbers. Constants fold (no tape node); otherwise the primitive's
+//! forward kernel runs over the active lanes only (gathered into `f64` columns, results
+//! rounded to `R`), and one [`Op::Ext`] node records the call and its operands for the
+//! backward pass.
+
+use super::{Next, Vm};
+use crate::error::{ErrorKind, Result};
+use crate::extension::EXT_BASE;
+use crate::prims::scalar::Op;
+use crate::program::{NodeId, Program};
+use crate::real::Real;
+use crate::tape::{ExtArg, ExtCall, Form};
+use crate::value::{Value, tag};
+
+impl<R: Real> Vm<R> {
+    /// Applies custom primitive `id` (`EXT_BASE + index`) to `vals[args..]`, then cuts the value
+    /// stack back to `drop`.
+    pub(super) fn apply_ext(
+        &mut self,
+        program: &Program,
+        node: NodeId,
+        id: u32,
+        args: usize,
+        drop: usize,
+    ) -> Result<Next> {
+        let index = id.wrapping_sub(EXT_BASE);
+        let Some(prim) = program.primitives.get(index as usize).cloned() else {
+            return Err(self.error(
+                program,
+                node,
+                ErrorKind::Type,
+                "unknown primitive".to_string(),
+            ));
+        };
+        let operands: Vec<Value> = self.vals[args..].to_vec();
+        let name = prim.name();
+        if operands.len() != prim.arity() {
+            let n = prim.arity();
+            let msg = format!(
+                "`{name}` takes {n} operand{}, got {}",
+                if n == 1 { "" } else { "s" },
+                operands.len()
+            );
+            return Err(self.error(program, node, ErrorKind::Arity, msg));
+        }
+        if let Some(v) = operands.iter().find(|v| !v.is_number()) {
+            let msg = format!("`{name}`: expected a number, got {}", v.kind_name());
+            return Err(self.error(program, node, ErrorKind::Type, msg));
+        }
+        self.vals.truncate(drop);
+        if operands.iter().all(|v| v.tag == tag::CONST) {
+            let cols: Vec<[f64; 1]> = operands
+                .iter()
+                .map(|v| [v.const_value::<R>().to_f64()])
+                .collect();
+            let refs: Vec<&[f64]> = cols.iter().map(|c| &c[..]).collect();
+            let mut out = [0.0];
+            prim.forward(&refs, &mut out);
+            return Ok(Next::Return(Value::constant(R::from_f64(out[0]))));
+        }
+        let out = self.alloc_slots(program, 1, node)?;
+        let b = self.payload.lanes;
+        let mut active = Vec::with_capacity(b);
+        self.lane_sets
+            .layout(self.active)
+            .for_ranges(b, |s, e| active.extend(s..e));
+        let cols: Vec<Vec<f64>> = operands
+            .iter()
+            .map(|v| match v.tag {
+                tag::CONST => vec![v.const_value::<R>().to_f64(); active.len()],
+                _ => {
+                    let x = self.payload.lane_values(v.slot);
+                    active.iter().map(|&l| x[l].to_f64()).collect()
+                }
+            })
+            .collect();
+        let refs: Vec<&[f64]> = cols.iter().map(Vec::as_slice).collect();
+        let mut ys = vec![0.0; active.len()];
+        prim.forward(&refs, &mut ys);
+        let dest = self.payload.lane_values_mut(out);
+        for (&l, &y) in active.iter().zip(&ys) {
+            dest[l] = R::from_f64(y);
+        }
+        if self.record {
+            if self.tape.primitives.is_empty() {
+                self.tape.primitives = program.primitives.clone();
+            }
+            let start = self.tape.ext_args.len() as u32;
+            for v in &operands {
+                let arg = if v.tag == tag::CONST {
+                    ExtArg::Const(self.tape.constant(v.const_value::<R>()))
+                } else if self.payload.all_constant(v.slot, 1) {
+                    ExtArg::Data(v.slot)
+                } else {
+                    ExtArg::Slot(v.slot)
+                };
+                self.tape.ext_args.push(arg);
+            }
+            self.tape.ext.push(ExtCall {
+                prim: index,
+                start,
+                len: operands.len() as u32,
+            });
+            let call = (self.tape.ext.len() - 1) as u32;
+            self.record_op(program, node, Op::Ext, Form::ConstConst, (out, call, 0), 0)?;
+        }
+        Ok(Next::Return(Value::lanes(out)))
+    }
+}
