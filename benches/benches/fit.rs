@@ -16,9 +16,11 @@ fn scenes() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../scenes")
 }
 
-/// 64 variants of scenes/kalman2d.scm: candidate `i` starts from covariance `(1 + i/64) I`.
+/// 64 variants of docs/examples/kalman2d.scm: candidate `i` starts from covariance
+/// `(1 + i/64) I`.
 fn kalman_population() -> Scene {
-    let src = std::fs::read_to_string(scenes().join("kalman2d.scm")).expect("kalman2d.scm");
+    let src = std::fs::read_to_string(scenes().join("../docs/examples/kalman2d.scm"))
+        .expect("kalman2d.scm");
     let candidates: Vec<String> = (0..64)
         .map(|i| {
             let p0 = format!("{:.6}", 1.0 + i as f64 / 64.0);

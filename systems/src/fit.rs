@@ -1,7 +1,7 @@
 //! The fit: a world of candidates and lane groups, and the schedule that steps it.
 //!
 //! [`Fit::new`] spawns one Candidate entity per member of a scene's population and builds the
-//! stage schedule: the seven systems, each in its own [`StageSet`], the sets chained in
+//! stage schedule: the seven systems, each in its own [`Stage`] set, the sets chained in
 //! ARCHITECTURE.md's order and run by bevy's single-threaded executor. Parallelism lives inside
 //! the heavy systems (rayon over lane groups and candidates) on a pool of the requested size.
 //! One run of the schedule is one fit step for every active candidate; [`Fit::run`] steps until
@@ -26,7 +26,7 @@
 
 use crate::plugin::Engine;
 use crate::population::{self, PopulationError};
-use crate::profile::Profile;
+use crate::profile::{Profile, Stage};
 use crate::report::{self, FitReport};
 use crate::resources::{FitSettings, Programs, StopSignal};
 use crate::stages;
@@ -38,18 +38,6 @@ use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
-
-/// The stage sets, chained in this order.
-#[derive(SystemSet, Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum StageSet {
-    Decode,
-    Schedule,
-    Walk,
-    Numeric,
-    MergeMasks,
-    Backward,
-    Optimize,
-}
 
 /// How to run a fit (what the CLI flags and the scene's run settings say).
 #[derive(Clone, Debug, Default)]
@@ -234,24 +222,24 @@ pub fn stage_schedule() -> Schedule {
     schedule.set_executor(SingleThreadedExecutor::new());
     schedule.configure_sets(
         (
-            StageSet::Decode,
-            StageSet::Schedule,
-            StageSet::Walk,
-            StageSet::Numeric,
-            StageSet::MergeMasks,
-            StageSet::Backward,
-            StageSet::Optimize,
+            Stage::Decode,
+            Stage::Schedule,
+            Stage::Walk,
+            Stage::Numeric,
+            Stage::MergeMasks,
+            Stage::Backward,
+            Stage::Optimize,
         )
             .chain(),
     );
     schedule.add_systems((
-        stages::decode::decode.in_set(StageSet::Decode),
-        stages::schedule::schedule.in_set(StageSet::Schedule),
-        stages::walk::walk.in_set(StageSet::Walk),
-        stages::numeric::numeric.in_set(StageSet::Numeric),
-        stages::merge_masks::merge_masks.in_set(StageSet::MergeMasks),
-        stages::backward::backward.in_set(StageSet::Backward),
-        stages::optimize::optimize.in_set(StageSet::Optimize),
+        stages::decode::decode.in_set(Stage::Decode),
+        stages::schedule::schedule.in_set(Stage::Schedule),
+        stages::walk::walk.in_set(Stage::Walk),
+        stages::numeric::numeric.in_set(Stage::Numeric),
+        stages::merge_masks::merge_masks.in_set(Stage::MergeMasks),
+        stages::backward::backward.in_set(Stage::Backward),
+        stages::optimize::optimize.in_set(Stage::Optimize),
     ));
     schedule
 }

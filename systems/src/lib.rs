@@ -27,7 +27,7 @@ pub use ndvm_engine as engine;
 
 /// The types most callers need.
 pub mod prelude {
-    pub use crate::fit::{Fit, FitError, FitOptions, Progress, StageSet};
+    pub use crate::fit::{Fit, FitError, FitOptions, Progress};
     pub use crate::plugin::{Engine, EngineBuilder, Plugin, Primitive, check_primitive};
     pub use crate::profile::{Profile, ProfileReport, Stage};
     pub use crate::report::{CandidateResult, FitReport};

@@ -2,7 +2,7 @@
 //!
 //! A [`Plugin`] registers what it brings with an [`EngineBuilder`]: numeric primitives (the
 //! engine's [`Primitive`] trait: name, arity, forward over lanes, VJP) and schedule hooks that
-//! add systems around the stages (`.after(StageSet::Optimize)`, say). The built [`Engine`] goes
+//! add systems around the stages (`.after(Stage::Optimize)`, say). The built [`Engine`] goes
 //! into [`crate::fit::FitOptions::engine`]; every candidate of the fit is decoded against its
 //! primitives. Check a primitive's VJP with [`check_primitive`] before fitting with it.
 //!
@@ -88,7 +88,7 @@ impl EngineBuilder {
     }
 
     /// Adds systems to the stage schedule, e.g.
-    /// `engine.schedule(|s| { s.add_systems(log_losses.after(StageSet::Optimize)); })`.
+    /// `engine.schedule(|s| { s.add_systems(log_losses.after(Stage::Optimize)); })`.
     pub fn schedule(&mut self, hook: impl Fn(&mut Schedule) + Send + Sync + 'static) -> &mut Self {
         self.hooks.push(Arc::new(hook));
         self

@@ -12,8 +12,9 @@ use bevy_ecs::prelude::*;
 use serde::Serialize;
 use std::time::{Duration, Instant};
 
-/// The stages of a fit step, in schedule order.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+/// The stages of a fit step, in schedule order; each is also the `SystemSet` its system runs
+/// in (plugins order their own systems against them: `.after(Stage::Optimize)`).
+#[derive(SystemSet, Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Stage {
     Decode,
     Schedule,

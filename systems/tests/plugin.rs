@@ -47,7 +47,7 @@ fn a_plugin_can_add_systems_and_cannot_take_builtin_names() {
     impl Plugin for Counter {
         fn build(&self, engine: &mut EngineBuilder) {
             engine.schedule(|s| {
-                s.add_systems(count.after(StageSet::Optimize));
+                s.add_systems(count.after(Stage::Optimize));
             });
         }
     }
