@@ -186,3 +186,41 @@ fn missing_files_are_errors_naming_the_file() {
     let e = Fit::new(&scene, Path::new("."), &FitOptions::default()).expect_err("missing");
     assert!(e.to_string().contains("no-such-model.scm"), "{e}");
 }
+
+#[test]
+fn a_csv_data_fit_converges_by_tolerance() {
+    // y = 3x − 1 + small wiggle, from a CSV whose columns are renamed for the program.
+    let dir = std::env::temp_dir().join(format!("ndvm-csv-fit-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let mut csv = String::from("time,signal\n");
+    for i in 0..40 {
+        let x = i as f64 / 10.0;
+        csv += &format!("{x},{}\n", 3.0 * x - 1.0 + 0.01 * (i as f64 * 1.7).sin());
+    }
+    std::fs::write(dir.join("line.csv"), csv).expect("write");
+    let scene = Scene::from_ron(
+        r#"Scene(
+            candidates: [Inline(name: "line", src: "(+ (* a t) b)")],
+            parameters: Parameters(names: ["a", "b"], init: {"a": 0.0, "b": 0.0}),
+            data: Some(Csv(path: "line.csv", columns: {"t": "time"}, target: "signal",
+                           split: Split(train: 0.75, seed: 2))),
+            loss: Mse,
+            optimizer: Adam(lr: 0.1, beta2: 0.99),
+            steps: 5000,
+            tolerance: Some(1e-12),
+        )"#,
+    )
+    .expect("scene");
+    let report = Fit::new(&scene, &dir, &FitOptions::default())
+        .expect("fit")
+        .run(|_| {});
+    let c = &report.candidates[0];
+    assert_eq!(c.status, "converged");
+    assert!(c.steps < 5000, "{} steps", c.steps);
+    assert!(
+        (c.params["a"] - 3.0).abs() < 0.01 && (c.params["b"] + 1.0).abs() < 0.02,
+        "{c:?}"
+    );
+    assert!(c.held_out_r2.expect("10 held-out points") > 0.999);
+    let _ = std::fs::remove_dir_all(&dir);
+}
