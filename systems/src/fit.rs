@@ -220,18 +220,9 @@ fn progress(world: &mut World, total: usize) -> Progress {
 pub fn stage_schedule() -> Schedule {
     let mut schedule = Schedule::default();
     schedule.set_executor(SingleThreadedExecutor::new());
-    schedule.configure_sets(
-        (
-            Stage::Decode,
-            Stage::Schedule,
-            Stage::Walk,
-            Stage::Numeric,
-            Stage::MergeMasks,
-            Stage::Backward,
-            Stage::Optimize,
-        )
-            .chain(),
-    );
+    for pair in Stage::ALL.windows(2) {
+        schedule.configure_sets(pair[1].after(pair[0]));
+    }
     schedule.add_systems((
         stages::decode::decode.in_set(Stage::Decode),
         stages::schedule::schedule.in_set(Stage::Schedule),

@@ -171,6 +171,25 @@ fn profile_reports_every_stage_and_writes_a_trace() {
         .filter(|e| e["name"] == "walk" && e["ph"] == "B")
         .count();
     assert_eq!(walks, 6);
+    // The stages run in schedule order, step after step.
+    let order: Vec<&str> = events
+        .as_array()
+        .expect("events")
+        .iter()
+        .filter(|e| e["ph"] == "B")
+        .filter_map(|e| e["name"].as_str())
+        .take(14)
+        .collect();
+    let step = [
+        "decode",
+        "schedule",
+        "walk",
+        "numeric",
+        "merge-masks",
+        "backward",
+        "optimize",
+    ];
+    assert_eq!(order, [step, step].concat());
     let table = ndvm(&["profile", &scene("heat1d.scene.ron"), "--steps", "2"]);
     let text = String::from_utf8_lossy(&table.stdout);
     assert!(
