@@ -11,6 +11,28 @@ fn ndvm(args: &[&str]) -> Output {
         .expect("ndvm runs")
 }
 
+/// Runs `ndvm`, which must succeed.
+fn ndvm_ok(args: &[&str]) -> Output {
+    let out = ndvm(args);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// The stages in schedule order.
+const STAGES: [&str; 7] = [
+    "decode",
+    "schedule",
+    "walk",
+    "numeric",
+    "merge-masks",
+    "backward",
+    "optimize",
+];
+
 fn scene(name: &str) -> String {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("../scenes")
@@ -40,7 +62,7 @@ fn fit_writes_deterministic_results_and_losses() {
     let run = |path: &PathBuf, threads: &str| {
         let p = path.to_string_lossy().into_owned();
         let l = losses.to_string_lossy().into_owned();
-        let out = ndvm(&[
+        let out = ndvm_ok(&[
             "fit",
             &heat,
             "--threads",
@@ -52,11 +74,6 @@ fn fit_writes_deterministic_results_and_losses() {
             "--losses",
             &l,
         ]);
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
         String::from_utf8_lossy(&out.stdout).into_owned()
     };
     let table = run(&a, "1");
@@ -126,7 +143,7 @@ fn a_malformed_scene_exits_1_with_its_line_and_column() {
 fn profile_reports_every_stage_and_writes_a_trace() {
     let trace = tmp("trace.json");
     let t = trace.to_string_lossy().into_owned();
-    let out = ndvm(&[
+    let out = ndvm_ok(&[
         "profile",
         &scene("heat1d.scene.ron"),
         "--steps",
@@ -135,11 +152,6 @@ fn profile_reports_every_stage_and_writes_a_trace() {
         "--trace",
         &t,
     ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
     let v: Value = serde_json::from_slice(&out.stdout).expect("json");
     let names: Vec<&str> = v["stages"]
         .as_array()
@@ -147,18 +159,7 @@ fn profile_reports_every_stage_and_writes_a_trace() {
         .iter()
         .filter_map(|s| s["stage"].as_str())
         .collect();
-    assert_eq!(
-        names,
-        [
-            "decode",
-            "schedule",
-            "walk",
-            "numeric",
-            "merge-masks",
-            "backward",
-            "optimize"
-        ]
-    );
+    assert_eq!(names, STAGES);
     assert_eq!(v["stages"][2]["calls"], 6);
     assert_eq!(v["counters"]["walks"], 6);
     assert!(v["counters"]["tape_nodes"].as_u64().is_some_and(|n| n > 0));
@@ -180,16 +181,7 @@ fn profile_reports_every_stage_and_writes_a_trace() {
         .filter_map(|e| e["name"].as_str())
         .take(14)
         .collect();
-    let step = [
-        "decode",
-        "schedule",
-        "walk",
-        "numeric",
-        "merge-masks",
-        "backward",
-        "optimize",
-    ];
-    assert_eq!(order, [step, step].concat());
+    assert_eq!(order, [STAGES, STAGES].concat());
     let table = ndvm(&["profile", &scene("heat1d.scene.ron"), "--steps", "2"]);
     let text = String::from_utf8_lossy(&table.stdout);
     assert!(
