@@ -131,3 +131,15 @@ pub fn forward_grad(vm: &mut Vm<f32>, program: &Program, bindings: &Bindings<f32
     }
     vm.grad(0).first().copied()
 }
+
+/// One replayed step: the tape of the evaluator's last walk recomputed for `bindings`, then the
+/// backward pass (what a calibration step costs while its guards hold). Walks first when the
+/// evaluator holds no tape.
+pub fn replay_grad(vm: &mut Vm<f32>, program: &Program, bindings: &Bindings<f32>) -> Option<f32> {
+    let v = match vm.replay(program, bindings) {
+        Replay::Held(v) => v,
+        _ => vm.eval(program, bindings, true).ok()?,
+    };
+    vm.backward(v);
+    vm.grad(0).first().copied()
+}

@@ -132,7 +132,8 @@ pub struct History {
     pub losses: Vec<Vec<f64>>,
     /// The parameters the last entry of `losses` was evaluated at (as [`ParamValues`]).
     pub evaluated: Vec<f64>,
-    /// Walks and tape nodes spent on this candidate.
+    /// Walks, tape replays and tape nodes spent on this candidate.
     pub walks: u64,
+    pub replays: u64,
     pub tape_nodes: u64,
 }

@@ -1,23 +1,35 @@
-//! The LaneGroup entity: a run of a candidate's lanes that share one structural walk.
+//! The LaneGroup entity: a set of a candidate's lanes that share one structural walk (and then
+//! replay its tape while the walk's decisions still hold).
 //!
 //! The schedule system cuts a candidate's lanes (restarts × data points, restart-major) into
-//! groups of at most a fixed number of lanes, so a wide candidate spreads over cores while each
-//! group's work stays sequential. The cut depends only on the lane count, never on the thread
-//! count, and a lane's numbers do not depend on its group (LANGUAGE.md §9.1), so results are
-//! the same however the groups are spread.
+//! groups of at most a fixed number of consecutive lanes, so a wide candidate spreads over cores
+//! while each group's work stays sequential. When a replay finds that some lanes would now take
+//! another path, the numeric system moves exactly those lanes into a new group that walks them,
+//! so a group's lanes need not be consecutive. The cut depends only on lane counts and on the
+//! lanes' own numbers, never on the thread count, and a lane's numbers do not depend on its
+//! group (LANGUAGE.md §9.1), so results are the same however the groups are spread.
 
 use bevy_ecs::prelude::*;
 
-/// Lanes `first .. first + lanes` of `candidate`.
-#[derive(Component, Clone, Copy, Debug, PartialEq, Eq)]
+/// The lanes of `candidate` this group evaluates (ascending candidate lane indices).
+#[derive(Component, Clone, Debug, PartialEq, Eq)]
 pub struct LaneGroup {
     pub candidate: Entity,
-    pub first: usize,
-    pub lanes: usize,
+    pub lanes: Vec<usize>,
 }
 
-/// Which stage evaluates the group this step: the structural walk, or (once tape replay
-/// lands) the numeric replay of its recorded tape.
+impl LaneGroup {
+    /// Lanes `first .. first + n` of `candidate`.
+    pub fn run(candidate: Entity, first: usize, n: usize) -> LaneGroup {
+        LaneGroup {
+            candidate,
+            lanes: (first..first + n).collect(),
+        }
+    }
+}
+
+/// How the group's outputs were made this step: the structural walk, or the numeric replay of
+/// the tape its last walk recorded.
 #[derive(Component, Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Route {
     #[default]
@@ -28,13 +40,16 @@ pub enum Route {
 /// The group's per-lane results this step.
 #[derive(Component, Clone, Debug, Default)]
 pub struct GroupOutputs {
-    /// The output per lane (NaN where the output is not a number).
+    /// The output per lane of [`LaneGroup::lanes`] (NaN where the output is not a number).
     pub out: Vec<f64>,
     /// `∂loss/∂param` contributions per lane after the backward pass: parameter-major,
-    /// lane-minor (`p * lanes + lane`), already scaled by the lane's loss weight.
+    /// lane-minor (`p * n + i` for the group's `i`-th lane of `n`), already scaled by the
+    /// lane's loss weight.
     pub grads: Vec<f64>,
     /// The walk's error, rendered with its source location.
     pub error: Option<String>,
-    /// Tape nodes of this step's walk.
+    /// Tape nodes of this step's walk or replay.
     pub tape_nodes: u64,
+    /// Whether this step's outputs came from a replay (else from a walk).
+    pub replayed: bool,
 }

@@ -58,6 +58,10 @@ pub struct Scene {
     /// Worker threads (default: one per core). Results do not depend on it.
     #[serde(default)]
     pub threads: Option<usize>,
+    /// Walk every candidate on every step instead of replaying its recorded tape while the
+    /// tape's guards hold (the reference behaviour: the same results, more time).
+    #[serde(default)]
+    pub walk_every_step: bool,
     #[serde(default)]
     pub outputs: Outputs,
 }

@@ -38,6 +38,7 @@ pub mod payload;
 pub mod prims;
 pub mod program;
 pub mod real;
+pub mod replay;
 pub mod syntax;
 pub mod tape;
 pub mod value;
@@ -49,6 +50,7 @@ pub use eval::{Evaluation, Output, evaluate};
 pub use limits::Limits;
 pub use program::{Program, ProgramCache};
 pub use real::Real;
+pub use replay::Replay;
 pub use walk::{Vm, WalkStats};
 
 /// The types most callers need.
@@ -60,5 +62,6 @@ pub mod prelude {
     pub use crate::limits::Limits;
     pub use crate::program::{Program, ProgramCache};
     pub use crate::real::Real;
+    pub use crate::replay::Replay;
     pub use crate::walk::Vm;
 }

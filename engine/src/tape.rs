@@ -61,16 +61,61 @@ pub struct BranchGuard {
     pub then: u32,
 }
 
-/// A comparison that steered the walk: `a cmp b` had `outcome` in the guarded lanes.
+/// A decision the walk took on numbers, to be re-checked when the tape is replayed.
+///
+/// `pos` is the number of nodes recorded before it: its operands are known once the replay has
+/// run that many nodes. `lanes` is the active lane set it was decided over.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Guard {
-    pub cmp: crate::prims::compare::Cmp,
-    pub form: Form,
-    pub a: u32,
-    pub b: u32,
+    pub pos: u32,
     pub lanes: u32,
-    /// The outcome when it was uniform over the guarded lanes, `None` when it differed per lane.
-    pub outcome: Option<bool>,
+    pub check: Check,
+}
+
+/// What a [`Guard`] re-checks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Check {
+    /// `a cmp b` (operands in `form`, as a node's) came out as `outcome` in every guarded lane,
+    /// or — when `outcome` is `None` — per lane as [`Tape::outcomes`]`[bits + lane]`.
+    Compare {
+        cmp: crate::prims::compare::Cmp,
+        form: Form,
+        a: u32,
+        b: u32,
+        outcome: Option<bool>,
+        bits: u32,
+    },
+    /// The lane number in `slot` was read as structure (an index, a size) and truncated to
+    /// `value`.
+    Index { slot: u32, value: u64 },
+}
+
+impl Check {
+    /// The kind of decision, for the replay counters.
+    pub fn kind(&self) -> GuardKind {
+        match self {
+            Check::Compare { .. } => GuardKind::Compare,
+            Check::Index { .. } => GuardKind::Index,
+        }
+    }
+}
+
+/// The kinds of guard, as the replay counters name them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum GuardKind {
+    /// A comparison (a branch test, a loop exit, `equal?` on numbers).
+    Compare,
+    /// A number read as structure (`ref`, `list-ref`, a size).
+    Index,
+}
+
+impl GuardKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            GuardKind::Compare => "comparison",
+            GuardKind::Index => "index",
+        }
+    }
 }
 
 #[derive(Debug, Default)]
@@ -78,6 +123,8 @@ pub struct Tape<R> {
     pub nodes: Vec<TapeNode>,
     pub consts: Vec<R>,
     pub guards: Vec<Guard>,
+    /// Per-lane outcomes of the comparisons that split the lanes (see [`Check::Compare`]).
+    pub outcomes: Vec<bool>,
     pub branches: Vec<BranchGuard>,
     /// Sizes `[m, k, n]` of the linear-algebra nodes (see [`crate::prims::linalg::LinNode`]).
     pub dims: Vec<[u32; 3]>,
@@ -122,6 +169,7 @@ impl<R: Copy> Tape<R> {
         self.nodes.clear();
         self.consts.clear();
         self.guards.clear();
+        self.outcomes.clear();
         self.branches.clear();
         self.dims.clear();
         self.skip.clear();

@@ -6,38 +6,6 @@ mod common;
 use common::*;
 use ndvm_engine::prelude::*;
 
-fn programs() -> Vec<serde_json::Value> {
-    let refs = read_json("conformance/oracle_refs.json");
-    let programs = refs["programs"].as_array().expect("programs").clone();
-    assert!(
-        programs.len() >= 34,
-        "expected the conformance programs, found {}",
-        programs.len()
-    );
-    programs
-}
-
-/// The observation matrix of a program, if it has one. The reference file stores it as the text
-/// of a Python dict.
-fn matrix(p: &serde_json::Value) -> Option<(String, usize, usize, Vec<f32>)> {
-    let m = match &p["matrix"] {
-        serde_json::Value::Null => return None,
-        serde_json::Value::String(s) => {
-            serde_json::from_str::<serde_json::Value>(&s.replace('\'', "\"")).expect("matrix")
-        }
-        v => v.clone(),
-    };
-    let data = m["data"].as_array().expect("data");
-    Some((
-        m["name"].as_str().expect("name").to_string(),
-        m["rows"].as_u64().expect("rows") as usize,
-        m["cols"].as_u64().expect("cols") as usize,
-        data.iter()
-            .map(|x| x.as_f64().expect("number") as f32)
-            .collect(),
-    ))
-}
-
 /// Tolerances (value atol, rtol; gradient atol, rtol) of LANGUAGE.md §7: tighter for plain
 /// arithmetic, looser for LU-based results and for the 80-step Kalman rollout.
 fn tolerances(p: &serde_json::Value) -> (f64, f64, f64, f64) {
@@ -51,35 +19,10 @@ fn tolerances(p: &serde_json::Value) -> (f64, f64, f64, f64) {
     }
 }
 
-fn bindings(p: &serde_json::Value, lanes: usize) -> Bindings<f32> {
-    let mut b = Bindings::new();
-    let scalars = p["scalars"].as_object().expect("scalars");
-    for (i, (name, v)) in scalars.iter().enumerate() {
-        let x = v.as_f64().expect("number");
-        if lanes == 1 {
-            b.scalar(name, x as f32);
-        } else {
-            // Vary every lane by a small relative amount that keeps each program on its path.
-            let vs = (0..lanes)
-                .map(|k| (x * (1.0 + 0.002 * ((k * (i + 3)) % 17) as f64)) as f32)
-                .collect();
-            b.lanes(name, vs);
-        }
-    }
-    if let Some((name, rows, cols, data)) = matrix(p) {
-        b.matrix(&name, rows, cols, data);
-    }
-    if lanes > 1 && scalars.is_empty() {
-        // Programs without inputs still run as a batch: an unused per-lane input sets B.
-        b.lanes("unused lane input", (0..lanes).map(|k| k as f32).collect());
-    }
-    b
-}
-
 #[test]
 fn programs_match_the_oracle_at_b1() {
     let (mut checked, mut expected) = (0, 0);
-    for p in programs() {
+    for p in conformance_programs() {
         let name = p["name"].as_str().unwrap_or("?");
         let src = p["src"].as_str().expect("src");
         if !p["error"].is_null() {
@@ -87,7 +30,7 @@ fn programs_match_the_oracle_at_b1() {
         }
         expected += 1;
         let (vatol, vrtol, gatol, grtol) = tolerances(&p);
-        let out = run(src, &bindings(&p, 1), true)
+        let out = run(src, &conformance_bindings(&p, 1, 0.0), true)
             .unwrap_or_else(|e| panic!("{name}: {}", e.render(src)));
         let got = numbers(&out)[0] as f64;
         let want = num(&p["oracle_result"]).expect("oracle_result");
@@ -119,10 +62,10 @@ fn programs_match_the_oracle_at_b1() {
 #[test]
 fn b256_lanes_equal_their_own_b1_runs_bit_for_bit() {
     const B: usize = 256;
-    for p in programs() {
+    for p in conformance_programs() {
         let name = p["name"].as_str().unwrap_or("?");
         let src = p["src"].as_str().expect("src");
-        let batch = bindings(&p, B);
+        let batch = conformance_bindings(&p, B, 0.0);
         let program = Program::new(src, &batch.names()).expect("decodes");
         let mut vm = Vm::<f32>::default();
         let out = evaluate(&mut vm, &program, &batch, true)

@@ -2,197 +2,9 @@
 //! at different iterations and recurse to different depths. At B = 8, 64 and 256 with varied
 //! bindings, every lane's result and gradients are byte-identical to the same lane run alone.
 
+mod common;
+use common::*;
 use ndvm_engine::prelude::*;
-
-/// (name, source, inputs). Inputs are drawn per lane by [`lane_value`].
-const PROGRAMS: &[(&str, &str, &[&str])] = &[
-    ("abs_branch", "(if (< x 0) (- 0 x) x)", &["x"]),
-    (
-        "piecewise_sides",
-        "(if (> x 0.5) (* a (exp (- 0 x))) (* b (sin x)))",
-        &["x", "a", "b"],
-    ),
-    (
-        "nested_branches",
-        "(if (> x 0) (if (> x 1) (* x x) (sqrt x)) (- 0 (* a x)))",
-        &["x", "a"],
-    ),
-    (
-        "cond_three_way",
-        "(cond ((< x -1) (* a x)) ((< x 1) (* b x x)) (else (+ a (* b x))))",
-        &["x", "a", "b"],
-    ),
-    (
-        "cond_four_way",
-        "(cond ((< x -1.5) (* a a)) ((< x 0) (* a x)) ((< x 1.5) (cos (* b x))) (else (- x b)))",
-        &["x", "a", "b"],
-    ),
-    (
-        "and_test",
-        "(if (and (> x 0) (< x 1.2)) (* a x) (* b b))",
-        &["x", "a", "b"],
-    ),
-    (
-        "or_test",
-        "(if (or (< x -1) (> x 1)) (square x) (* a x))",
-        &["x", "a"],
-    ),
-    (
-        "branch_in_operand",
-        "(+ 1 (* a (if (> x 0) x 0)))",
-        &["x", "a"],
-    ),
-    (
-        "newton_sqrt",
-        "(loop ((y 1.0)) (if (< (abs (- (* y y) a)) 1e-5) y (recur (* 0.5 (+ y (/ a y))))))",
-        &["a"],
-    ),
-    (
-        "per_lane_trip_count",
-        "(loop ((i 0) (s 0)) (if (>= i n) s (recur (+ i 1) (+ s (* a i)))))",
-        &["n", "a"],
-    ),
-    (
-        "tail_recursion_depth",
-        "(define (f k acc) (if (<= k 0) acc (f (- k 1) (* acc a)))) (f n 1)",
-        &["n", "a"],
-    ),
-    (
-        "nontail_recursion_depth",
-        "(define (g k) (if (<= k 0) a (* x (g (- k 1))))) (g n)",
-        &["n", "a", "x"],
-    ),
-    ("inf_on_untaken_side", "(if (> x 0) (/ a x) 0)", &["x", "a"]),
-    (
-        "nan_on_untaken_side",
-        "(if (> x 0) (* a (sqrt x) (log x)) (* a (- 0 x) (pow x 0.5)))",
-        &["x", "a"],
-    ),
-    (
-        "finished_lane_overflows",
-        "(loop ((y a) (k 0)) (if (>= k n) y (recur (* y y 10) (+ k 1))))",
-        &["a", "n"],
-    ),
-    (
-        "three_exit_levels",
-        "(loop ((y x0) (k 0)) (if (>= k m) y (recur (* r y (- 1 y)) (+ k 1))))",
-        &["x0", "r", "m"],
-    ),
-    (
-        "shared_value_both_sides",
-        "(let ((u (* a x))) (if (> x 0) (+ u (* u u)) (- u 1)))",
-        &["x", "a"],
-    ),
-    (
-        "divergent_loop_feeds_multiply",
-        "(* b (loop ((i 0) (s x)) (if (>= i n) s (recur (+ i 1) (sin (+ s a))))))",
-        &["b", "n", "x", "a"],
-    ),
-    (
-        "branch_inside_map",
-        "(fold-left + 0 (map (lambda (t) (if (> (* x t) 1) (* a t) (* b t))) '(0.5 1 2)))",
-        &["x", "a", "b"],
-    ),
-    (
-        "returns_existing_value",
-        "(let ((r (if (> x 0) x a))) (* r b))",
-        &["x", "a", "b"],
-    ),
-    (
-        "boolean_merge_then_split",
-        "(if (if (> x 0) (> a 1.5) (< b 1)) (* a x) (* b x))",
-        &["x", "a", "b"],
-    ),
-    (
-        "min_max_sides",
-        "(if (> x 0) (max x a) (min x b))",
-        &["x", "a", "b"],
-    ),
-    (
-        "modulo_parity",
-        "(if (> (modulo n 2) 0.5) (* a x) (* b x))",
-        &["n", "a", "b", "x"],
-    ),
-    (
-        "closure_in_branch",
-        "(define (f t) (* a t t)) (if (> x 0) (f x) (f (- 0 x)))",
-        &["x", "a"],
-    ),
-    (
-        "mutual_recursion_depth",
-        "(letrec ((ev (lambda (k) (if (<= k 0) a (od (- k 1))))) (od (lambda (k) (if (<= k 0) b (ev (- k 1)))))) (ev n))",
-        &["n", "a", "b"],
-    ),
-    (
-        "logistic_branch_per_step",
-        "(loop ((y x0) (k 0)) (if (= k n) y (recur (if (> y 0.5) (* r y (- 1 y)) (* 0.9 r y (- 1 y))) (+ k 1))))",
-        &["x0", "r", "n"],
-    ),
-    (
-        "apply_in_branch",
-        "(if (> x 0) (apply + (list a x)) (apply * (list b x)))",
-        &["x", "a", "b"],
-    ),
-    (
-        "pow_sides",
-        "(if (> a 1.5) (pow a x) (pow b x))",
-        &["x", "a", "b"],
-    ),
-    // Tensors: split branches run the linear-algebra kernels over lane runs or single lanes,
-    // and tensors merge per element.
-    (
-        "tensor_branch_sides",
-        "(let ((v [x a b])) (if (< x 0) (norm (cross v [1 2 3])) (dot v (normalize [a 1 x]))))",
-        &["x", "a", "b"],
-    ),
-    (
-        "tensor_merge_then_solve",
-        "(let ((A (if (> x 0) (mat [a x] [x b]) (mat [b 1] [0 a])))) (+ (logdet (+ A (scale 3 (eye 2)))) (trace (inv (+ A (eye 2))))))",
-        &["x", "a", "b"],
-    ),
-    // A value made before the branch, returned by it and also used after it: the merge must
-    // reach its adjoint in the order a lone run does (found by `ndvm fuzz`, see merge.rs).
-    (
-        "old_value_reused_after_branch",
-        "(/ (if (> x -0.464) x b) (cos (+ x x)))",
-        &["x", "b"],
-    ),
-    (
-        "same_old_value_on_both_sides",
-        "(* (if (> x 0) a a) (+ a (* a x) a))",
-        &["x", "a"],
-    ),
-    (
-        "old_list_elements_reused_after_branch",
-        "(let ((l (list a x))) (* (if (> x 0) (car l) (cadr l)) (+ (car l) (cadr l) (car l))))",
-        &["x", "a"],
-    ),
-    (
-        "old_tensor_reused_after_branch",
-        "(let ((v (vec a x b))) (dot (if (> x 0) v (scale 2 v)) (+ v (* v x) v)))",
-        &["x", "a", "b"],
-    ),
-    (
-        "tensor_lu_in_loop_per_lane_exit",
-        "(loop ((k 0) (M (mat [4 a 0 1] [1 4 b 0] [0 1 4 x] [x 0 1 4])) (s 0)) (if (> k (* 2 a)) (+ s (det M)) (recur (+ k 1) (matmul M (scale 0.25 (inv (+ M (eye 4))))) (+ s (logdet M)))))",
-        &["x", "a", "b"],
-    ),
-];
-
-/// A deterministic spread of values per input and lane, crossing every branch boundary above.
-fn lane_value(name: &str, lane: usize, seed: usize) -> f32 {
-    let u = ((lane * 7919 + seed * 104_729) as f64 * 0.618_033_988_75).fract();
-    (match name {
-        "x" => -2.0 + 4.0 * u,
-        "a" => 0.5 + 2.5 * u,
-        "b" => 0.5 + 1.5 * u,
-        "n" => ((lane * 3 + seed) % 10 + 1) as f64,
-        "m" => [2.0, 5.0, 9.0][lane % 3],
-        "x0" => 0.1 + 0.8 * u,
-        "r" => 2.5 + 1.4 * u,
-        _ => u,
-    }) as f32
-}
 
 fn bits(e: &Evaluation<f32>) -> (Vec<u32>, Vec<Vec<u32>>) {
     let result = match &e.result {
@@ -210,16 +22,19 @@ fn bits(e: &Evaluation<f32>) -> (Vec<u32>, Vec<Vec<u32>>) {
 
 #[test]
 fn every_lane_equals_itself_run_alone() {
-    assert!(PROGRAMS.len() >= 25);
-    for (name, src, inputs) in PROGRAMS {
+    let programs = divergence_programs();
+    assert!(programs.len() >= 25);
+    for (name, src, inputs) in &programs {
+        let inputs: Vec<&str> = inputs.iter().map(String::as_str).collect();
         let program =
-            Program::new(src, inputs).unwrap_or_else(|e| panic!("{name}: {}", e.render(src)));
+            Program::new(src, &inputs).unwrap_or_else(|e| panic!("{name}: {}", e.render(src)));
         // Scattered splits (values spread at random over lanes) at 8, 64 and 256 lanes, and at
         // 256 lanes with sorted values, whose splits come in long runs of consecutive lanes.
         for (seed, lanes) in [8usize, 64, 256, 256].into_iter().enumerate() {
             let mut batch = Bindings::<f32>::new();
-            for &i in *inputs {
-                let mut values: Vec<f32> = (0..lanes).map(|l| lane_value(i, l, seed)).collect();
+            for &i in &inputs {
+                let mut values: Vec<f32> =
+                    (0..lanes).map(|l| divergence_value(i, l, seed)).collect();
                 if seed == 3 {
                     values.sort_by(f32::total_cmp);
                 }
@@ -357,14 +172,15 @@ fn split_nesting_counts_toward_the_depth_limit() {
 
 #[test]
 fn divergent_runs_are_byte_identical_across_reruns() {
-    let (_, src, inputs) = PROGRAMS
-        .iter()
+    let (_, src, inputs) = divergence_programs()
+        .into_iter()
         .find(|p| p.0 == "logistic_branch_per_step")
         .expect("program");
-    let program = Program::new(src, inputs).expect("decodes");
+    let inputs: Vec<&str> = inputs.iter().map(String::as_str).collect();
+    let program = Program::new(&src, &inputs).expect("decodes");
     let mut b = Bindings::<f32>::new();
-    for &i in *inputs {
-        b.lanes(i, (0..100).map(|l| lane_value(i, l, 7)).collect());
+    for &i in &inputs {
+        b.lanes(i, (0..100).map(|l| divergence_value(i, l, 7)).collect());
     }
     let first = bits(&evaluate(&mut Vm::default(), &program, &b, true).expect("runs"));
     let mut vm = Vm::default();

@@ -108,7 +108,9 @@ impl Fit {
                 message: e.to_string(),
             })?;
         let mut world = World::new();
-        world.insert_resource(options.settings);
+        let mut settings = options.settings;
+        settings.walk_every_step |= scene.walk_every_step;
+        world.insert_resource(settings);
         world.insert_resource(Programs {
             cache: Default::default(),
             primitives: options.engine.primitives.clone(),
@@ -226,8 +228,8 @@ pub fn stage_schedule() -> Schedule {
     schedule.add_systems((
         stages::decode::decode.in_set(Stage::Decode),
         stages::schedule::schedule.in_set(Stage::Schedule),
-        stages::walk::walk.in_set(Stage::Walk),
         stages::numeric::numeric.in_set(Stage::Numeric),
+        stages::walk::walk.in_set(Stage::Walk),
         stages::merge_masks::merge_masks.in_set(Stage::MergeMasks),
         stages::backward::backward.in_set(Stage::Backward),
         stages::optimize::optimize.in_set(Stage::Optimize),

@@ -1,8 +1,11 @@
-//! The evaluator a lane group keeps between stages.
+//! The evaluator a lane group keeps between stages and between steps.
 //!
 //! The walk stage evaluates the group's program and leaves the result and the recorded tape in
-//! the group's [`Machine`]; the backward stage later replays that tape in reverse from the same
-//! machine. Arenas, payload and tape buffers stay allocated from step to step.
+//! the group's [`Machine`]; the backward stage replays that tape in reverse from the same
+//! machine, and on later steps the numeric stage replays it forward with new parameters. The
+//! machine remembers which candidate lanes its evaluator's lanes are (`walked`): after a split
+//! the group keeps only some of them. Arenas, payload and tape buffers stay allocated from step
+//! to step.
 
 use bevy_ecs::prelude::*;
 use ndvm_engine::Vm;
@@ -12,7 +15,25 @@ use ndvm_engine::value::Value;
 #[derive(Component, Debug, Default)]
 pub struct Machine {
     pub vm: Vm<f64>,
+    /// The result of this step's walk or replay, until the backward stage takes it.
     pub result: Option<Value>,
+    /// The candidate lanes the evaluator's lanes stand for, in order (those of its last walk).
+    pub walked: Vec<usize>,
+}
+
+impl Machine {
+    /// The evaluator lane of each of `lanes` (a subset of [`Machine::walked`], both ascending).
+    pub fn columns(&self, lanes: &[usize]) -> Vec<usize> {
+        let mut cols = Vec::with_capacity(lanes.len());
+        let mut c = 0;
+        for &l in lanes {
+            while self.walked.get(c).is_some_and(|&w| w < l) {
+                c += 1;
+            }
+            cols.push(c);
+        }
+        cols
+    }
 }
 
 /// An engine error as one line: where (line and column in the candidate's source) and what.

@@ -18,8 +18,8 @@ use std::time::{Duration, Instant};
 pub enum Stage {
     Decode,
     Schedule,
-    Walk,
     Numeric,
+    Walk,
     MergeMasks,
     Backward,
     Optimize,
@@ -29,8 +29,8 @@ impl Stage {
     pub const ALL: [Stage; 7] = [
         Stage::Decode,
         Stage::Schedule,
-        Stage::Walk,
         Stage::Numeric,
+        Stage::Walk,
         Stage::MergeMasks,
         Stage::Backward,
         Stage::Optimize,
@@ -63,11 +63,20 @@ pub struct Counters {
     pub steps: u64,
     /// Structural walks of lane groups.
     pub walks: u64,
-    /// Tape replays of lane groups (0 until tape replay lands).
+    /// Tape replays of lane groups (the numeric stage), and the lanes they evaluated.
     pub replays: u64,
+    pub replayed_lanes: u64,
+    /// Guards that failed in a replay, by kind (each sent some lanes back to the walk).
+    pub guard_failures: GuardFailures,
+    /// Lanes whose guards failed, sent back to the walk (split into a new group, or with their
+    /// whole group when every lane of it failed).
+    pub rewalked_lanes: u64,
+    /// Tapes that could not be replayed at all (an input's structure changed, or the result
+    /// was not a number); their groups walked again.
+    pub stale_tapes: u64,
     /// Numeric tape nodes recorded by the walks.
     pub tape_nodes: u64,
-    /// Lane evaluations (lanes × walks).
+    /// Lanes walked (lanes × walks).
     pub lanes: u64,
     /// Backward passes of lane groups.
     pub backward_passes: u64,
@@ -76,6 +85,15 @@ pub struct Counters {
     pub admitted: u64,
     /// Lane groups spawned.
     pub groups: u64,
+}
+
+/// Failed replay guards by kind.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct GuardFailures {
+    /// A comparison came out differently (a branch, a loop exit).
+    pub comparison: u64,
+    /// A number read as structure (an index, a size) changed.
+    pub index: u64,
 }
 
 /// The profile of a fit: per-stage times, counters and wall time (a resource of the world).
@@ -219,16 +237,21 @@ impl ProfileReport {
         out += &format!("{:<12} {:>8} {:>12.3}\n", "wall", "", ms(self.wall_s));
         let c = &self.counters;
         out += &format!(
-            "\nsteps {}  walks {}  replays {}  tape nodes {}  lanes {}  backward {}  \
-             candidates {}  groups {}\n",
+            "\nsteps {}  walks {}  replays {}  tape nodes {}  lanes walked {}  replayed {}  \
+             backward {}  candidates {}  groups {}\n",
             c.steps,
             c.walks,
             c.replays,
             c.tape_nodes,
             c.lanes,
+            c.replayed_lanes,
             c.backward_passes,
             c.candidates,
             c.groups
+        );
+        out += &format!(
+            "guard failures: comparison {}  index {}  (lanes walked again {}, stale tapes {})\n",
+            c.guard_failures.comparison, c.guard_failures.index, c.rewalked_lanes, c.stale_tapes
         );
         out
     }

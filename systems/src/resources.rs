@@ -15,6 +15,9 @@ pub struct FitSettings {
     pub lanes_per_group: usize,
     /// The most candidates fitted at once; the rest wait (a stream admits as others finish).
     pub window: usize,
+    /// Walk every group on every step instead of replaying recorded tapes (the reference
+    /// behaviour; results are the same, only slower).
+    pub walk_every_step: bool,
 }
 
 impl Default for FitSettings {
@@ -22,6 +25,7 @@ impl Default for FitSettings {
         FitSettings {
             lanes_per_group: 256,
             window: 1024,
+            walk_every_step: false,
         }
     }
 }

@@ -72,6 +72,7 @@ fn a_batch_of_lanes_fits_exactly_as_each_lane_alone() {
             settings: FitSettings {
                 lanes_per_group,
                 window,
+                ..FitSettings::default()
             },
             ..FitOptions::default()
         };

@@ -65,7 +65,7 @@ fn kalman_likelihood_starts_at_the_oracle_and_decreases() {
     let groups: Vec<(LaneGroup, GroupOutputs)> = world
         .query::<(&LaneGroup, &GroupOutputs)>()
         .iter(world)
-        .map(|(g, o)| (*g, o.clone()))
+        .map(|(g, o)| (g.clone(), o.clone()))
         .collect();
     let (value, dq, dr) = kalman_oracle();
     assert!(
@@ -73,8 +73,11 @@ fn kalman_likelihood_starts_at_the_oracle_and_decreases() {
         "{} vs {value}",
         results.loss[0]
     );
-    let (g0, out) = groups.iter().find(|(g, _)| g.first == 0).expect("group 0");
-    let n = g0.lanes;
+    let (g0, out) = groups
+        .iter()
+        .find(|(g, _)| g.lanes[0] == 0)
+        .expect("group 0");
+    let n = g0.lanes.len();
     assert!(
         rel(out.grads[0], dq) < 1e-4,
         "dL/dq {} vs {dq}",

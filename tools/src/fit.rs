@@ -39,6 +39,10 @@ pub struct FitArgs {
     /// Rows of the ranked table.
     #[arg(long, value_name = "N", default_value_t = 20)]
     top: usize,
+    /// Walk every candidate on every step instead of replaying its recorded tape (the
+    /// reference behaviour: the same results, more time).
+    #[arg(long)]
+    walk_every_step: bool,
 }
 
 #[derive(Args, Debug)]
@@ -55,6 +59,9 @@ pub struct ProfileArgs {
     /// Write a Chrome/Perfetto trace of every stage run (open in ui.perfetto.dev).
     #[arg(long, value_name = "FILE")]
     trace: Option<PathBuf>,
+    /// Walk every candidate on every step (to compare with replaying tapes).
+    #[arg(long)]
+    walk_every_step: bool,
 }
 
 pub fn fit(args: FitArgs) -> Result<(), Failure> {
@@ -64,6 +71,7 @@ pub fn fit(args: FitArgs) -> Result<(), Failure> {
         threads: args.threads,
         steps: args.steps,
         interrupted: Some(interrupted.clone()),
+        settings: settings(args.walk_every_step),
         ..FitOptions::default()
     };
     let mut fit = start(&scene, &base, &options, &args.scene)?;
@@ -94,9 +102,10 @@ pub fn fit(args: FitArgs) -> Result<(), Failure> {
         print!("{}", report.table(args.top));
         let c = timing.counters;
         println!(
-            "\n{} candidates, {} walks, {:.2} s on {threads} thread(s){}",
+            "\n{} candidates, {} walks, {} replays, {:.2} s on {threads} thread(s){}",
             report.candidates.len(),
             c.walks,
+            c.replays,
             timing.wall_s,
             results.map_or(String::new(), |p| format!("; results in {}", p.display()))
         );
@@ -121,6 +130,7 @@ pub fn profile(args: ProfileArgs) -> Result<(), Failure> {
         threads: args.threads,
         steps: args.steps,
         interrupted: Some(interrupt_flag()),
+        settings: settings(args.walk_every_step),
         ..FitOptions::default()
     };
     let mut fit = start(&scene, &base, &options, &args.scene)?;
@@ -220,4 +230,12 @@ fn trace_to(path: &Path) -> Result<tracing_chrome::FlushGuard, Failure> {
         .try_init()
         .map_err(|e| Failure::Usage(format!("cannot trace: {e}")))?;
     Ok(guard)
+}
+
+/// The default lane layout, with replay switched off on request.
+fn settings(walk_every_step: bool) -> FitSettings {
+    FitSettings {
+        walk_every_step,
+        ..FitSettings::default()
+    }
 }

@@ -26,8 +26,8 @@ fn ndvm_ok(args: &[&str]) -> Output {
 const STAGES: [&str; 7] = [
     "decode",
     "schedule",
-    "walk",
     "numeric",
+    "walk",
     "merge-masks",
     "backward",
     "optimize",
@@ -59,10 +59,10 @@ fn fit_writes_deterministic_results_and_losses() {
         .status
         .code();
     assert_eq!(out, Some(2), "--out needs a value");
-    let run = |path: &PathBuf, threads: &str| {
+    let run = |path: &PathBuf, threads: &str, more: &[&str]| {
         let p = path.to_string_lossy().into_owned();
         let l = losses.to_string_lossy().into_owned();
-        let out = ndvm_ok(&[
+        let mut args = vec![
             "fit",
             &heat,
             "--threads",
@@ -73,16 +73,22 @@ fn fit_writes_deterministic_results_and_losses() {
             &p,
             "--losses",
             &l,
-        ]);
+        ];
+        args.extend(more);
+        let out = ndvm_ok(&args);
         String::from_utf8_lossy(&out.stdout).into_owned()
     };
-    let table = run(&a, "1");
+    let table = run(&a, "1", &[]);
     assert!(
         table.contains("rank") && table.contains("alpha="),
         "{table}"
     );
-    run(&b, "2");
-    let (mut ja, mut jb) = (json(&a), json(&b));
+    run(&b, "2", &[]);
+    let c = tmp("c.json");
+    let walking = run(&c, "2", &["--walk-every-step"]);
+    assert!(walking.contains(" 0 replays"), "{walking}");
+    let (mut ja, mut jb, mut jc) = (json(&a), json(&b), json(&c));
+    assert!(ja["timing"]["counters"]["replays"].as_u64() > Some(30));
     assert_eq!(ja["timing"]["threads"], 1);
     assert_eq!(jb["timing"]["threads"], 2);
     assert!(
@@ -90,9 +96,14 @@ fn fit_writes_deterministic_results_and_losses() {
             .as_array()
             .is_some_and(|s| s.len() == 7)
     );
-    ja.as_object_mut().expect("object").remove("timing");
-    jb.as_object_mut().expect("object").remove("timing");
+    for j in [&mut ja, &mut jb, &mut jc] {
+        j.as_object_mut().expect("object").remove("timing");
+    }
     assert_eq!(ja, jb);
+    assert_eq!(
+        ja, jc,
+        "replaying tapes and walking every step fit the same"
+    );
     assert_eq!(ja["candidates"][0]["steps"], 40);
     let csv = std::fs::read_to_string(&losses).expect("csv");
     // A header, then 3 restarts x 41 evaluations.
@@ -160,8 +171,10 @@ fn profile_reports_every_stage_and_writes_a_trace() {
         .filter_map(|s| s["stage"].as_str())
         .collect();
     assert_eq!(names, STAGES);
-    assert_eq!(v["stages"][2]["calls"], 6);
-    assert_eq!(v["counters"]["walks"], 6);
+    assert_eq!(v["stages"][3]["calls"], 6);
+    // The first step walks; the tape is replayed on the other five.
+    assert_eq!(v["counters"]["walks"], 1);
+    assert_eq!(v["counters"]["replays"], 5);
     assert!(v["counters"]["tape_nodes"].as_u64().is_some_and(|n| n > 0));
     let events: Value = serde_json::from_str(&std::fs::read_to_string(&trace).expect("trace"))
         .expect("trace is JSON");

@@ -95,12 +95,16 @@ impl<R: Real> Vm<R> {
         }
         let lanes = self.payload.lanes;
         let mut same = vec![true; lanes];
+        let mut pair = Vec::with_capacity(lanes);
         for e in 0..sx.len() {
             let xs = self.payload.lane_values(x.slot + e);
             let ys = self.payload.lane_values(y.slot + e);
-            for ((o, &u), &v) in same.iter_mut().zip(xs).zip(ys) {
-                *o &= u == v;
-            }
+            pair.clear();
+            pair.extend(xs.iter().zip(ys).map(|(&u, &v)| u == v));
+            same.iter_mut().zip(&pair).for_each(|(o, &p)| *o &= p);
+            // Each element pair is a comparison the result depends on.
+            let (ex, ey) = (Value::lanes(x.slot + e), Value::lanes(y.slot + e));
+            self.guard_compare(Cmp::Eq, ex, ey, &pair);
         }
         self.make_bool(program, node, &same)
     }

@@ -61,28 +61,15 @@ impl<R: Real> Vm<R> {
             return Ok(Next::Return(Value::constant(R::from_f64(out[0]))));
         }
         let out = self.alloc_slots(program, 1, node)?;
-        let b = self.payload.lanes;
-        let mut active = Vec::with_capacity(b);
-        self.lane_sets
-            .layout(self.active)
-            .for_ranges(b, |s, e| active.extend(s..e));
-        let cols: Vec<Vec<f64>> = operands
+        let cols: Vec<Column<R>> = operands
             .iter()
             .map(|v| match v.tag {
-                tag::CONST => vec![v.const_value::<R>().to_f64(); active.len()],
-                _ => {
-                    let x = self.payload.lane_values(v.slot);
-                    active.iter().map(|&l| x[l].to_f64()).collect()
-                }
+                tag::CONST => Column::Const(v.const_value::<R>()),
+                _ => Column::Slot(v.slot),
             })
             .collect();
-        let refs: Vec<&[f64]> = cols.iter().map(Vec::as_slice).collect();
-        let mut ys = vec![0.0; active.len()];
-        prim.forward(&refs, &mut ys);
-        let dest = self.payload.lane_values_mut(out);
-        for (&l, &y) in active.iter().zip(&ys) {
-            dest[l] = R::from_f64(y);
-        }
+        let layout = self.lane_sets.layout(self.active);
+        forward_lanes(&*prim, &cols, &mut self.payload, layout, out);
         if self.record {
             if self.tape.primitives.is_empty() {
                 self.tape.primitives = program.primitives.clone();
@@ -107,5 +94,44 @@ impl<R: Real> Vm<R> {
             self.record_op(program, node, Op::Ext, Form::ConstConst, (out, call, 0), 0)?;
         }
         Ok(Next::Return(Value::lanes(out)))
+    }
+}
+
+/// An operand of a custom primitive over lanes: a payload slot or a constant.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Column<R> {
+    Slot(u32),
+    Const(R),
+}
+
+/// Runs `prim`'s forward kernel over the lanes of `layout` into slot `out`: operands gathered
+/// into `f64` columns, results rounded to `R` (the walk and the replay share it, so they agree
+/// bit for bit).
+pub(crate) fn forward_lanes<R: Real>(
+    prim: &dyn crate::extension::Primitive,
+    operands: &[Column<R>],
+    payload: &mut crate::payload::Payload<R>,
+    layout: crate::lanes::Layout,
+    out: u32,
+) {
+    let b = payload.lanes;
+    let mut active = Vec::with_capacity(b);
+    layout.for_ranges(b, |s, e| active.extend(s..e));
+    let cols: Vec<Vec<f64>> = operands
+        .iter()
+        .map(|c| match *c {
+            Column::Const(x) => vec![x.to_f64(); active.len()],
+            Column::Slot(s) => {
+                let x = payload.lane_values(s);
+                active.iter().map(|&l| x[l].to_f64()).collect()
+            }
+        })
+        .collect();
+    let refs: Vec<&[f64]> = cols.iter().map(Vec::as_slice).collect();
+    let mut ys = vec![0.0; active.len()];
+    prim.forward(&refs, &mut ys);
+    let dest = payload.lane_values_mut(out);
+    for (&l, &y) in active.iter().zip(&ys) {
+        dest[l] = R::from_f64(y);
     }
 }

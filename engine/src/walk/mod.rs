@@ -16,6 +16,8 @@ mod native;
 mod numeric;
 mod tensor;
 
+pub(crate) use extension::{Column, forward_lanes};
+
 use crate::bindings::{Bindings, Input};
 use crate::error::{Error, ErrorKind, Result};
 use crate::heap::{Heap, TOP_FRAME};
@@ -82,6 +84,9 @@ pub struct Vm<R: Real> {
     pub(crate) gather: crate::prims::kernels::Gather<R>,
     /// Scratch for the linear-algebra kernels.
     pub(crate) work: crate::prims::linalg::Work<R>,
+    /// The result of the last walk when it recorded a tape and finished: what
+    /// [`Vm::replay`] recomputes.
+    pub(crate) replayable: Option<Value>,
 }
 
 impl<R: Real> Default for Vm<R> {
@@ -114,6 +119,7 @@ impl<R: Real> Vm<R> {
             scratch: (Vec::new(), Vec::new()),
             gather: Default::default(),
             work: Default::default(),
+            replayable: None,
         }
     }
 
@@ -135,6 +141,9 @@ impl<R: Real> Vm<R> {
         self.bind(program, bindings)?;
         let out = self.run(program);
         self.peak_konts = self.peak_konts.max(self.konts.len());
+        if record && let Ok(v) = out {
+            self.replayable = Some(v);
+        }
         out
     }
 
@@ -154,6 +163,7 @@ impl<R: Real> Vm<R> {
         self.peak_konts = 0;
         self.record = record;
         self.active = ALL;
+        self.replayable = None;
     }
 
     fn bind(&mut self, program: &Program, bindings: &Bindings<R>) -> Result<()> {
@@ -207,6 +217,11 @@ impl<R: Real> Vm<R> {
             self.inputs.push(v);
         }
         Ok(())
+    }
+
+    /// The tape of the last recorded walk (numeric nodes and guards), for inspection.
+    pub fn tape(&self) -> &Tape<R> {
+        &self.tape
     }
 
     /// Counters of the last walk.

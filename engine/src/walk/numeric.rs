@@ -13,7 +13,7 @@ use crate::prims::kernels::{Arg, forward1_over, forward2_over};
 use crate::prims::scalar::Op;
 use crate::program::{NodeId, Program};
 use crate::real::Real;
-use crate::tape::{Form, Guard, TapeNode};
+use crate::tape::{Check, Form, Guard, TapeNode};
 use crate::value::{Value, tag};
 
 impl<R: Real> Vm<R> {
@@ -274,22 +274,7 @@ impl<R: Real> Vm<R> {
                 acc.extend_from_slice(&pair);
                 any_lanes = true;
             }
-            if self.record {
-                let outcome = match self.classify(&pair) {
-                    Classified::All(outcome) => Some(outcome),
-                    Classified::Mixed(..) => None,
-                };
-                let (form, ga, gb) = self.tape_operands(x, y);
-                let lanes = self.active;
-                self.tape.guards.push(Guard {
-                    cmp,
-                    form,
-                    a: ga,
-                    b: gb,
-                    lanes,
-                    outcome,
-                });
-            }
+            self.guard_compare(cmp, x, y, &pair);
         }
         let out = if uniform_false {
             Ok(Value::FALSE)
@@ -300,6 +285,38 @@ impl<R: Real> Vm<R> {
         };
         self.scratch = (acc, pair);
         out
+    }
+
+    /// Records that `x cmp y` came out as `pair` (per lane) for the replay to re-check.
+    pub(super) fn guard_compare(&mut self, cmp: Cmp, x: Value, y: Value, pair: &[bool]) {
+        if !self.record {
+            return;
+        }
+        let (outcome, bits) = match self.classify(pair) {
+            Classified::All(outcome) => (Some(outcome), 0),
+            Classified::Mixed(..) => {
+                let bits = self.tape.outcomes.len() as u32;
+                self.tape.outcomes.extend_from_slice(pair);
+                (None, bits)
+            }
+        };
+        let (form, a, b) = self.tape_operands(x, y);
+        self.guard(Check::Compare {
+            cmp,
+            form,
+            a,
+            b,
+            outcome,
+            bits,
+        });
+    }
+
+    /// Records a guard over the active lanes at the current tape position.
+    pub(super) fn guard(&mut self, check: Check) {
+        if self.record {
+            let (pos, lanes) = (self.tape.nodes.len() as u32, self.active);
+            self.tape.guards.push(Guard { pos, lanes, check });
+        }
     }
 
     /// A boolean from per-lane outcomes: a constant when every lane agrees.
@@ -369,7 +386,7 @@ impl<R: Real> Vm<R> {
     /// A number read as structure (an index): the same in every active lane, finite, ≥ 0,
     /// truncated toward zero (LANGUAGE.md §6.5).
     pub(super) fn structural_index(
-        &self,
+        &mut self,
         program: &Program,
         node: NodeId,
         what: &str,
@@ -411,7 +428,15 @@ impl<R: Real> Vm<R> {
                 format!("{what} must be finite and ≥ 0, got {x}"),
             ));
         }
-        Ok(x.trunc().to_f64() as usize)
+        let index = x.trunc().to_f64() as usize;
+        if v.tag == tag::NUM {
+            let value = index as u64;
+            self.guard(Check::Index {
+                slot: v.slot,
+                value,
+            });
+        }
+        Ok(index)
     }
 }
 

@@ -416,7 +416,7 @@ impl<R: Real> Vm<R> {
 
     /// A size read as structure (`zeros`, `ones`, `eye`): truncated, at least 1.
     fn size(
-        &self,
+        &mut self,
         program: &Program,
         node: NodeId,
         p: Prim,

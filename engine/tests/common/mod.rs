@@ -91,3 +91,95 @@ pub fn numbers<R: Copy + std::fmt::Debug>(e: &Evaluation<R>) -> Vec<R> {
 pub fn close(a: f64, b: f64, atol: f64, rtol: f64) -> bool {
     ndvm_engine::check::close(a, b, atol, rtol)
 }
+
+/// The programs of `conformance/oracle_refs.json`.
+pub fn conformance_programs() -> Vec<serde_json::Value> {
+    let refs = read_json("conformance/oracle_refs.json");
+    let programs = refs["programs"].as_array().expect("programs").clone();
+    assert!(
+        programs.len() >= 34,
+        "expected the conformance programs, found {}",
+        programs.len()
+    );
+    programs
+}
+
+/// The observation matrix of a program, if it has one. The reference file stores it as the text
+/// of a Python dict.
+pub fn conformance_matrix(p: &serde_json::Value) -> Option<(String, usize, usize, Vec<f32>)> {
+    let m = match &p["matrix"] {
+        serde_json::Value::Null => return None,
+        serde_json::Value::String(s) => {
+            serde_json::from_str::<serde_json::Value>(&s.replace('\'', "\"")).expect("matrix")
+        }
+        v => v.clone(),
+    };
+    let data = m["data"].as_array().expect("data");
+    Some((
+        m["name"].as_str().expect("name").to_string(),
+        m["rows"].as_u64().expect("rows") as usize,
+        m["cols"].as_u64().expect("cols") as usize,
+        data.iter()
+            .map(|x| x.as_f64().expect("number") as f32)
+            .collect(),
+    ))
+}
+
+/// A conformance program's inputs over `lanes` lanes (each lane varied by a small relative
+/// amount that keeps it on its path), every scalar first scaled by `1 + shift`.
+pub fn conformance_bindings(p: &serde_json::Value, lanes: usize, shift: f64) -> Bindings<f32> {
+    let mut b = Bindings::new();
+    let scalars = p["scalars"].as_object().expect("scalars");
+    for (i, (name, v)) in scalars.iter().enumerate() {
+        let x = v.as_f64().expect("number") * (1.0 + shift);
+        if lanes == 1 {
+            b.scalar(name, x as f32);
+        } else {
+            // Vary every lane by a small relative amount that keeps each program on its path.
+            let vs = (0..lanes)
+                .map(|k| (x * (1.0 + 0.002 * ((k * (i + 3)) % 17) as f64)) as f32)
+                .collect();
+            b.lanes(name, vs);
+        }
+    }
+    if let Some((name, rows, cols, data)) = conformance_matrix(p) {
+        b.matrix(&name, rows, cols, data);
+    }
+    if lanes > 1 && scalars.is_empty() {
+        // Programs without inputs still run as a batch: an unused per-lane input sets B.
+        b.lanes("unused lane input", (0..lanes).map(|k| k as f32).collect());
+    }
+    b
+}
+
+/// The divergence programs (`tests/data/divergence.jsonl`, shared with the replay tests):
+/// name, source and inputs. Inputs are drawn per lane by [`divergence_value`].
+pub fn divergence_programs() -> Vec<(String, String, Vec<String>)> {
+    include_str!("../data/divergence.jsonl")
+        .lines()
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).expect("divergence program");
+            let s = |k: &str| v[k].as_str().expect(k).to_string();
+            let inputs = v["inputs"].as_array().expect("inputs");
+            let inputs = inputs
+                .iter()
+                .map(|x| x.as_str().expect("input").to_string());
+            (s("name"), s("src"), inputs.collect())
+        })
+        .collect()
+}
+
+/// A deterministic spread of values per input and lane, crossing every branch boundary above.
+pub fn divergence_value(name: &str, lane: usize, seed: usize) -> f32 {
+    let u = ((lane * 7919 + seed * 104_729) as f64 * 0.618_033_988_75).fract();
+    (match name {
+        "x" => -2.0 + 4.0 * u,
+        "a" => 0.5 + 2.5 * u,
+        "b" => 0.5 + 1.5 * u,
+        "n" => ((lane * 3 + seed) % 10 + 1) as f64,
+        "m" => [2.0, 5.0, 9.0][lane % 3],
+        "x0" => 0.1 + 0.8 * u,
+        "r" => 2.5 + 1.4 * u,
+        _ => u,
+    }) as f32
+}

@@ -1,7 +1,8 @@
 //! Backward: the reverse pass of every walked group, scaled by each lane's loss weight.
 //!
-//! The engine replays the group's tape in reverse over its lanes (seeded with 1 per lane), and
-//! each lane's parameter gradient is multiplied by the lane's `∂loss/∂out` from merge-masks.
+//! The engine replays the group's tape in reverse over its lanes (seeded with 1 per lane) —
+//! the tape this step's walk recorded or the numeric stage replayed — and each of the group's
+//! lanes' parameter gradient is multiplied by the lane's `∂loss/∂out` from merge-masks.
 //! A lane whose weight is zero (a held-out data point) contributes exactly zero, even when its
 //! gradient is not finite. Groups run in parallel; each is sequential.
 
@@ -35,15 +36,16 @@ pub fn backward(
             return;
         };
         machine.vm.backward(result);
-        let n = group.lanes;
-        let weights = &results.weights[group.first..group.first + n];
+        let n = group.lanes.len();
+        let cols = machine.columns(&group.lanes);
         out.grads.clear();
         out.grads.resize(spec.params.len() * n, 0.0);
         for (p, name) in spec.params.iter().enumerate() {
             let g = machine.vm.input_grad(&compiled.0, name);
-            for (l, (&w, &gl)) in weights.iter().zip(&g).enumerate() {
+            for (i, (&lane, &c)) in group.lanes.iter().zip(&cols).enumerate() {
+                let w = results.weights[lane];
                 if w != 0.0 {
-                    out.grads[p * n + l] = w * gl;
+                    out.grads[p * n + i] = w * g[c];
                 }
             }
         }

@@ -1,7 +1,8 @@
 //! Merge-masks: per-lane results of a candidate's groups become its losses.
 //!
 //! Divergent branches were already merged per lane inside each walk (the engine's lane masks);
-//! this stage merges the candidate's lane groups, in lane order, into [`LaneResults`]: the
+//! this stage merges the candidate's lane groups (walked or replayed, consecutive lanes or
+//! split off), each lane into its place, into [`LaneResults`]: the
 //! output per lane, the loss per restart, each lane's loss weight `∂loss/∂out` (what the
 //! backward stage scales that lane's gradient by). (Held-out R² is computed from the outputs
 //! when the results are read, not every step.)
@@ -17,7 +18,7 @@ use rayon::prelude::*;
 pub fn merge_masks(
     mut profile: ResMut<Profile>,
     mut candidates: Query<(&FitSpec, &Groups, &History, &mut Status, &mut LaneResults)>,
-    groups: Query<&GroupOutputs>,
+    groups: Query<(&LaneGroup, &GroupOutputs)>,
 ) {
     let timer = StageTimer::start(Stage::MergeMasks);
     let mut todo: Vec<_> = candidates
@@ -27,9 +28,11 @@ pub fn merge_masks(
     let groups = &groups;
     todo.par_iter_mut()
         .for_each(|(spec, ids, history, status, results)| {
-            let mut out = Vec::with_capacity(spec.lanes());
+            let mut out = vec![f64::NAN; spec.lanes()];
             for &g in &ids.0 {
-                let Ok(o) = groups.get(g) else { continue };
+                let Ok((group, o)) = groups.get(g) else {
+                    continue;
+                };
                 if let Some(e) = &o.error {
                     **status = if history.steps == 0 {
                         Status::Failed { error: e.clone() }
@@ -40,7 +43,9 @@ pub fn merge_masks(
                     };
                     return;
                 }
-                out.extend_from_slice(&o.out);
+                for (&lane, &y) in group.lanes.iter().zip(&o.out) {
+                    out[lane] = y;
+                }
             }
             merge(spec, out, results);
         });

@@ -1,23 +1,222 @@
-//! Numeric: where recorded tapes will be replayed instead of walked.
+//! Numeric: walk once, replay many — each group replays the tape its last walk recorded.
 //!
-//! ARCHITECTURE.md's numeric stage replays a group's tape with new parameter values while its
-//! guards hold. **Tape replay is not built yet** (the replay issue): every tape a walk records
-//! goes stale as soon as the optimize stage moves the parameters, so today this stage only
-//! routes every group back to the walk for the next step and counts no replays. It is in the
-//! schedule already so the stage order, the profile rows and the counters stay the same when
-//! replay lands.
+//! Between optimizer steps only the parameter values change, so a group that walked last step
+//! does not walk again: its evaluator still holds the tape (every numeric node in walk order)
+//! and the guards (every decision the walk took on numbers). The engine's [`Vm::replay`]
+//! writes the new parameters into their input slots, reruns the nodes through the same kernels
+//! and re-checks the guards. Where every guard holds, the outputs equal a fresh walk's bit for
+//! bit and the backward stage runs on the replayed tape as it would on a new one.
+//!
+//! A guard that fails names the lanes that would now take another path. Those lanes — exactly
+//! those — leave the group: they become a new group that the walk stage walks this step (and
+//! that replays its own tape from then on); the group keeps replaying its tape for the lanes
+//! that still agree. A lane's numbers do not depend on which group it is in (LANGUAGE.md §9.1),
+//! so splitting changes no result. When every lane of a group fails, when the tape is stale (an
+//! input's structure changed) or when a group has lost more than half of the lanes its tape was
+//! walked for, the group walks again as a whole.
+//!
+//! This stage runs before the walk (the architecture's diagram lists the walk first: the two
+//! are one step's two ways of evaluating a group, and the walk must see the lanes this stage
+//! sends back). `walk_every_step` ([`FitSettings`]) turns replay off. Groups replay in
+//! parallel; each group's replay is sequential.
+//!
+//! [`Vm::replay`]: ndvm_engine::Vm::replay
 
+use crate::machine::Machine;
 use crate::profile::{Profile, Stage, StageTimer};
+use crate::resources::FitSettings;
+use crate::stages::walk::bind;
 use bevy_ecs::prelude::*;
 use ndvm_components::prelude::*;
+use ndvm_engine::Replay;
+use ndvm_engine::tape::GuardKind;
+use ndvm_engine::value::Value;
+use rayon::prelude::*;
 
-pub fn numeric(mut profile: ResMut<Profile>, mut groups: Query<&mut Route>) {
+type Replaying<'a> = (
+    &'a mut LaneGroup,
+    &'a mut Route,
+    &'a mut Machine,
+    &'a mut GroupOutputs,
+);
+
+/// What happened to one group.
+enum Outcome {
+    /// No tape to replay (first step, an error, `walk_every_step`): the walk takes it.
+    Walk,
+    /// The tape could not be used; the group walks as a whole.
+    Rewalk {
+        stale: bool,
+        failures: Vec<(GuardKind, u32)>,
+        /// Lanes whose guards failed (all of the group's).
+        failed: usize,
+    },
+    /// Replayed; `split` lanes (if any) failed their guards and need a new group.
+    Replayed {
+        failures: Vec<(GuardKind, u32)>,
+        split: Vec<usize>,
+    },
+}
+
+pub fn numeric(
+    mut commands: Commands,
+    settings: Res<FitSettings>,
+    mut profile: ResMut<Profile>,
+    mut candidates: Query<(&FitSpec, &ParamValues, &Compiled, &Status, &mut Groups)>,
+    mut groups: Query<Replaying<'static>>,
+) {
     let timer = StageTimer::start(Stage::Numeric);
-    for mut route in &mut groups {
-        // No replay yet: a stale tape means a walk next step.
-        if *route != Route::Walk {
-            *route = Route::Walk;
+    let active = |g: &LaneGroup| {
+        candidates
+            .get(g.candidate)
+            .is_ok_and(|c| *c.3 == Status::Active)
+    };
+    let mut todo: Vec<_> = groups.iter_mut().filter(|(g, ..)| active(g)).collect();
+    let walk_every_step = settings.walk_every_step;
+    let cands = &candidates;
+    let outcomes: Vec<Outcome> = todo
+        .par_iter_mut()
+        .map(|(group, route, machine, out)| {
+            **route = Route::Walk;
+            let Ok((spec, values, compiled, ..)) = cands.get(group.candidate) else {
+                return Outcome::Walk;
+            };
+            if walk_every_step || !machine.vm.can_replay() {
+                return Outcome::Walk;
+            }
+            let outcome = replay_group(group, machine, out, spec, values, &compiled.0);
+            if matches!(outcome, Outcome::Replayed { .. }) {
+                **route = Route::Replay;
+            }
+            outcome
+        })
+        .collect();
+    let c = &mut profile.counters;
+    for ((group, ..), outcome) in todo.iter().zip(outcomes) {
+        let failures = match outcome {
+            Outcome::Walk => continue,
+            Outcome::Rewalk {
+                stale,
+                failures,
+                failed,
+            } => {
+                c.stale_tapes += u64::from(stale);
+                c.rewalked_lanes += failed as u64;
+                failures
+            }
+            Outcome::Replayed { failures, split } => {
+                c.replays += 1;
+                c.replayed_lanes += group.lanes.len() as u64;
+                if !split.is_empty() {
+                    c.rewalked_lanes += split.len() as u64;
+                    c.groups += 1;
+                    let candidate = group.candidate;
+                    let id = commands
+                        .spawn((
+                            LaneGroup {
+                                candidate,
+                                lanes: split,
+                            },
+                            Route::Walk,
+                            GroupOutputs::default(),
+                            Machine::default(),
+                        ))
+                        .id();
+                    if let Ok((.., mut ids)) = candidates.get_mut(candidate) {
+                        ids.0.push(id);
+                    }
+                }
+                failures
+            }
+        };
+        for (kind, n) in failures {
+            match kind {
+                GuardKind::Compare => c.guard_failures.comparison += u64::from(n),
+                GuardKind::Index => c.guard_failures.index += u64::from(n),
+            }
         }
     }
     profile.record(timer);
+}
+
+/// Replays one group's tape with its candidate's current parameters.
+fn replay_group(
+    group: &mut LaneGroup,
+    machine: &mut Machine,
+    out: &mut GroupOutputs,
+    spec: &FitSpec,
+    values: &ParamValues,
+    program: &ndvm_engine::Program,
+) -> Outcome {
+    // A tape walked for many more lanes than the group still has costs more than a new walk.
+    if group.lanes.len() * 2 < machine.walked.len() {
+        return Outcome::Rewalk {
+            stale: false,
+            failures: Vec::new(),
+            failed: 0,
+        };
+    }
+    let bindings = bind(&machine.walked, spec, values);
+    let (result, failed, failures) = match machine.vm.replay(program, &bindings) {
+        Replay::Held(v) => (v, Vec::new(), Vec::new()),
+        Replay::Partial {
+            result,
+            lanes,
+            failures,
+        } => (result, lanes, failures),
+        Replay::Stale(_) => {
+            return Outcome::Rewalk {
+                stale: true,
+                failures: Vec::new(),
+                failed: 0,
+            };
+        }
+    };
+    // The group's lanes whose guards failed (lanes split off earlier may fail too: ignored).
+    let failed: Vec<usize> = failed
+        .iter()
+        .map(|&c| machine.walked[c as usize])
+        .filter(|l| group.lanes.binary_search(l).is_ok())
+        .collect();
+    if failed.len() == group.lanes.len() {
+        return Outcome::Rewalk {
+            stale: false,
+            failures,
+            failed: failed.len(),
+        };
+    }
+    let failures = if failed.is_empty() {
+        Vec::new()
+    } else {
+        failures
+    };
+    group.lanes.retain(|l| failed.binary_search(l).is_err());
+    if !finish(group, machine, out, result) {
+        return Outcome::Rewalk {
+            stale: true,
+            failures: Vec::new(),
+            failed: 0,
+        };
+    }
+    Outcome::Replayed {
+        failures,
+        split: failed,
+    }
+}
+
+/// The replayed outputs of the group's lanes; false when the result is not a number.
+fn finish(group: &LaneGroup, machine: &mut Machine, out: &mut GroupOutputs, v: Value) -> bool {
+    let Some(ys) = machine.vm.numbers(v) else {
+        return false;
+    };
+    out.out = machine
+        .columns(&group.lanes)
+        .into_iter()
+        .map(|c| ys[c])
+        .collect();
+    out.error = None;
+    out.replayed = true;
+    out.tape_nodes = machine.vm.tape().nodes.len() as u64;
+    machine.result = Some(v);
+    true
 }

@@ -41,7 +41,16 @@ pub fn optimize(
             let grads = gather(spec, ids, groups);
             history.losses.push(results.loss.clone());
             history.evaluated.clone_from(&values.0);
-            history.walks += ids.0.len() as u64;
+            for &g in &ids.0 {
+                if let Ok((_, out)) = groups.get(g) {
+                    history.tape_nodes += out.tape_nodes;
+                    if out.replayed {
+                        history.replays += 1;
+                    } else {
+                        history.walks += 1;
+                    }
+                }
+            }
             let converged = spec.tolerance.is_some_and(|tol| {
                 let n = history.losses.len();
                 n >= 2
@@ -67,27 +76,31 @@ pub fn optimize(
     profile.record(timer);
 }
 
-/// `∂loss/∂param` per restart (parameter-major), summed over each restart's lanes in order.
+/// `∂loss/∂param` per restart (parameter-major), summed over each restart's lanes in lane
+/// order (whichever groups the lanes are in).
 fn gather(spec: &FitSpec, ids: &Groups, groups: &Query<(&LaneGroup, &GroupOutputs)>) -> Vec<f64> {
-    let (restarts, points) = (spec.restarts, spec.points());
-    let mut grads = vec![0.0; spec.params.len() * restarts];
+    let (restarts, points, lanes) = (spec.restarts, spec.points(), spec.lanes());
+    let params = spec.params.len();
+    let mut per_lane = vec![0.0; params * lanes];
     for &g in &ids.0 {
         let Ok((group, out)) = groups.get(g) else {
             continue;
         };
-        let n = group.lanes;
-        for p in 0..spec.params.len() {
-            let lanes = &out.grads[p * n..(p + 1) * n];
-            // The group's lanes, cut at restart boundaries; each run adds in lane order.
-            let mut l = 0;
-            while l < n {
-                let restart = (group.first + l) / points;
-                let end = ((restart + 1) * points - group.first).min(n);
-                let sum = &mut grads[p * restarts + restart];
-                for &x in &lanes[l..end] {
-                    *sum += x;
-                }
-                l = end;
+        let n = group.lanes.len();
+        for p in 0..params {
+            for (&lane, &x) in group.lanes.iter().zip(&out.grads[p * n..(p + 1) * n]) {
+                per_lane[p * lanes + lane] = x;
+            }
+        }
+    }
+    let mut grads = vec![0.0; params * restarts];
+    for p in 0..params {
+        for (r, sum) in grads[p * restarts..(p + 1) * restarts]
+            .iter_mut()
+            .enumerate()
+        {
+            for &x in &per_lane[p * lanes + r * points..p * lanes + (r + 1) * points] {
+                *sum += x;
             }
         }
     }

@@ -4,9 +4,11 @@
 //! (Ctrl-C or the wall-clock budget), (2) retires finished candidates by despawning their lane
 //! groups, and (3) admits decoded pending candidates, in population order, while fewer than
 //! [`FitSettings::window`] are active. Admitting a candidate cuts its lanes (restarts × data
-//! points) into [`LaneGroup`]s of at most [`FitSettings::lanes_per_group`] lanes, each routed
-//! to the walk. The layout depends on the lane count alone, so results do not depend on the
-//! thread count.
+//! points) into [`LaneGroup`]s of at most [`FitSettings::lanes_per_group`] consecutive lanes,
+//! each walked on its first step. (4) A candidate whose groups the numeric stage has split into
+//! many more than its cut made ([`most_groups`]) is cut afresh, so lanes that keep changing path
+//! cannot fragment it into ever smaller groups. The layout depends on lane counts and the
+//! lanes' own numbers alone, so results do not depend on the thread count.
 
 use crate::machine::Machine;
 use crate::profile::{Profile, Stage, StageTimer};
@@ -42,9 +44,19 @@ pub fn schedule(
     }
     let mut active = 0;
     let mut waiting = Vec::new();
+    let per = settings.lanes_per_group.max(1);
     for (entity, cand, spec, status, mut groups, compiled) in &mut candidates {
         match *status {
-            Status::Active => active += 1,
+            Status::Active => {
+                active += 1;
+                if groups.0.len() > most_groups(spec.lanes().div_ceil(per)) {
+                    for g in groups.0.drain(..) {
+                        commands.entity(g).despawn();
+                    }
+                    groups.0 = cut(&mut commands, entity, spec.lanes(), per);
+                    profile.counters.groups += groups.0.len() as u64;
+                }
+            }
             Status::Pending if compiled => waiting.push((cand.index, entity, spec.lanes())),
             _ => {
                 for g in groups.0.drain(..) {
@@ -58,25 +70,7 @@ pub fn schedule(
         .into_iter()
         .take(settings.window.saturating_sub(active))
     {
-        let per = settings.lanes_per_group.max(1);
-        let ids: Vec<Entity> = (0..lanes)
-            .step_by(per)
-            .map(|first| {
-                let group = LaneGroup {
-                    candidate: entity,
-                    first,
-                    lanes: per.min(lanes - first),
-                };
-                commands
-                    .spawn((
-                        group,
-                        Route::Walk,
-                        GroupOutputs::default(),
-                        Machine::default(),
-                    ))
-                    .id()
-            })
-            .collect();
+        let ids = cut(&mut commands, entity, lanes, per);
         profile.counters.groups += ids.len() as u64;
         profile.counters.admitted += 1;
         commands
@@ -85,4 +79,28 @@ pub fn schedule(
     }
     profile.counters.steps += 1;
     profile.record(timer);
+}
+
+/// Cuts a candidate's `lanes` into new groups of at most `per` consecutive lanes.
+fn cut(commands: &mut Commands, candidate: Entity, lanes: usize, per: usize) -> Vec<Entity> {
+    (0..lanes)
+        .step_by(per)
+        .map(|first| {
+            let group = LaneGroup::run(candidate, first, per.min(lanes - first));
+            let parts = (
+                group,
+                Route::Walk,
+                GroupOutputs::default(),
+                Machine::default(),
+            );
+            commands.spawn(parts).id()
+        })
+        .collect()
+}
+
+/// The most groups a candidate cut into `cut` groups may be split into before it is cut afresh:
+/// each split-off group costs a replay per step, so a few dozen small ones are cheap, while a
+/// re-cut walks every lane again.
+fn most_groups(cut: usize) -> usize {
+    4 * cut + 28
 }

@@ -1,4 +1,8 @@
-//! Walk: the structural walk of every lane group routed to it.
+//! Walk: the structural walk of every lane group the numeric stage did not replay.
+//!
+//! That is a group's first step, a group whose tape went stale or whose lanes all changed path,
+//! a group split off by the numeric stage (the lanes whose guards failed), and every group on
+//! every step with `walk_every_step` (the reference behaviour).
 //!
 //! A group's bindings are its candidate's parameters spread over the group's lanes (each
 //! restart's values repeated over its data points), the data columns tiled over restarts, and
@@ -36,14 +40,15 @@ pub fn walk(
             let Ok((cand, spec, values, compiled, _)) = candidates.get(group.candidate) else {
                 return (0, 0);
             };
-            let bindings = bind(group, spec, values);
+            let bindings = bind(&group.lanes, spec, values);
+            machine.walked.clone_from(&group.lanes);
             walk_group(
                 machine,
                 out,
                 &compiled.0,
                 &bindings,
                 &cand.source,
-                group.lanes,
+                group.lanes.len(),
             );
             (1, out.tape_nodes)
         })
@@ -52,25 +57,24 @@ pub fn walk(
         profile.counters.walks += walks;
         profile.counters.tape_nodes += nodes;
     }
-    profile.counters.lanes += todo.iter().map(|(g, ..)| g.lanes as u64).sum::<u64>();
+    profile.counters.lanes += todo.iter().map(|(g, ..)| g.lanes.len() as u64).sum::<u64>();
     profile.record(timer);
 }
 
-/// The inputs of `group`'s lanes.
-pub fn bind(group: &LaneGroup, spec: &FitSpec, values: &ParamValues) -> Bindings<f64> {
+/// The inputs of a candidate's `lanes`.
+pub fn bind(lanes: &[usize], spec: &FitSpec, values: &ParamValues) -> Bindings<f64> {
     let points = spec.points();
-    let lanes = group.first..group.first + group.lanes;
     let mut b = Bindings::new();
     for (p, name) in spec.params.iter().enumerate() {
         let per_restart = &values.0[p * spec.restarts..(p + 1) * spec.restarts];
         b.lanes(
             name,
-            lanes.clone().map(|l| per_restart[l / points]).collect(),
+            lanes.iter().map(|l| per_restart[l / points]).collect(),
         );
     }
     if let Some(data) = &spec.data {
         for (name, column) in &data.inputs {
-            b.lane_data(name, lanes.clone().map(|l| column[l % points]).collect());
+            b.lane_data(name, lanes.iter().map(|l| column[l % points]).collect());
         }
     }
     for (name, x) in &spec.shared.numbers {
@@ -92,6 +96,7 @@ fn walk_group(
     lanes: usize,
 ) {
     out.error = None;
+    out.replayed = false;
     machine.result = None;
     match machine.vm.eval(program, bindings, true) {
         Ok(v) => match machine.vm.numbers(v) {

@@ -1,0 +1,361 @@
+//! Replay: walk once, then recompute the tape's numbers for new inputs (ARCHITECTURE.md "Tape,
+//! guards and replay").
+//!
+//! A recorded walk leaves everything the numbers need in the evaluator: the tape (every numeric
+//! node in the order the walk ran it, with its operand forms and lane set), the lane sets of its
+//! split branches, and the payload with its leaves (inputs and constant tensor elements). Between
+//! calibration steps only the parameter values change, so [`Vm::replay`] writes the new input
+//! values into their leaf slots and runs the nodes again, through the same kernels and over the
+//! same lane slices as the walk — the outputs are the walk's outputs bit for bit.
+//!
+//! That holds only while the walk would take the same path, so the walk also recorded every
+//! decision it took on numbers as a [`Guard`]: each comparison (branch tests, loop exits,
+//! `equal?` on numbers) with its per-lane outcome, and each number read as structure (`ref`,
+//! `list-ref`, sizes) with the index it gave. The replay re-checks each guard as soon as the
+//! nodes before it have run. A lane whose guard fails is reported (its values are not a walk's
+//! and must be walked again); every other lane is exact, because lanes never mix
+//! (LANGUAGE.md §9.1). Nothing here is compiled: one fixed loop interprets the tape as data.
+//!
+//! Structure that came from the inputs themselves — a constant input folded into the walk, an
+//! input's kind or matrix shape, the lane count — is checked before anything runs; any change
+//! there makes the tape [`Replay::Stale`].
+
+use crate::bindings::{Bindings, Input};
+use crate::lanes::{LaneSets, Layout};
+use crate::payload::Payload;
+use crate::prims::kernels::{Arg, Gather, forward1, forward1_over, forward2, forward2_over};
+use crate::prims::linalg::{self, Lanes, Work};
+use crate::prims::scalar::Op;
+use crate::program::Program;
+use crate::real::Real;
+use crate::tape::{Check, ExtArg, Form, Guard, GuardKind, Tape, TapeNode};
+use crate::value::{Shape, Value, tag};
+use crate::walk::{Column, Vm, forward_lanes};
+
+/// What a replay found.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Replay {
+    /// Every guard held in every lane: the result (the walk's value, recomputed) equals a fresh
+    /// walk's, bit for bit, and [`Vm::backward`] may follow.
+    Held(Value),
+    /// Guards failed in some lanes. The other lanes equal a fresh walk's; the listed ones do
+    /// not and must be walked again.
+    Partial {
+        result: Value,
+        /// The lanes whose guards failed, ascending.
+        lanes: Vec<u32>,
+        /// The guards that failed in at least one lane, by kind.
+        failures: Vec<(GuardKind, u32)>,
+    },
+    /// The tape cannot be replayed for these inputs (no recorded walk, another lane count, or
+    /// an input whose structure changed): walk instead.
+    Stale(&'static str),
+}
+
+impl<R: Real> Vm<R> {
+    /// Whether the last evaluation recorded a tape and finished, so [`Vm::replay`] can run.
+    pub fn can_replay(&self) -> bool {
+        self.replayable.is_some()
+    }
+
+    /// Recomputes the last recorded walk's numbers for `bindings` (the same program, the same
+    /// lane count; only input values may differ) and re-checks its guards. See the module docs.
+    pub fn replay(&mut self, program: &Program, bindings: &Bindings<R>) -> Replay {
+        let Some(result) = self.replayable else {
+            return Replay::Stale("no recorded walk to replay");
+        };
+        if let Err(why) = self.rebind(program, bindings) {
+            self.replayable = None;
+            return Replay::Stale(why);
+        }
+        self.payload.has_grads = false;
+        let mut failed = vec![false; self.payload.lanes];
+        let mut failures: Vec<(GuardKind, u32)> = Vec::new();
+        let mut run = Runner {
+            tape: &self.tape,
+            payload: &mut self.payload,
+            sets: &self.lane_sets,
+            gather: &mut self.gather,
+            work: &mut self.work,
+        };
+        let mut done = 0;
+        for g in &self.tape.guards {
+            run.nodes(done, g.pos as usize);
+            done = g.pos as usize;
+            if !run.check(g, &mut failed) {
+                match failures.iter_mut().find(|(k, _)| *k == g.check.kind()) {
+                    Some((_, n)) => *n += 1,
+                    None => failures.push((g.check.kind(), 1)),
+                }
+            }
+        }
+        run.nodes(done, self.tape.nodes.len());
+        if failures.is_empty() {
+            return Replay::Held(result);
+        }
+        failures.sort();
+        let lanes = (0..failed.len() as u32)
+            .filter(|&l| failed[l as usize])
+            .collect();
+        Replay::Partial {
+            result,
+            lanes,
+            failures,
+        }
+    }
+
+    /// Writes the new input values into their leaf slots, or says which structure changed.
+    fn rebind(&mut self, program: &Program, bindings: &Bindings<R>) -> Result<(), &'static str> {
+        let lanes = self.payload.lanes;
+        if bindings.lane_count().ok() != Some(lanes) {
+            return Err("the lane count changed");
+        }
+        if program.inputs.len() != self.inputs.len() {
+            return Err("another program");
+        }
+        for (i, name) in program.inputs.iter().enumerate() {
+            let same = bindings.items.get(i).filter(|b| &b.name == name);
+            let Some(b) = same.or_else(|| bindings.items.iter().find(|b| &b.name == name)) else {
+                return Err("an input is no longer bound");
+            };
+            let v = self.inputs[i];
+            let shape = self.shape(v);
+            let p = &mut self.payload;
+            match (&b.value, v.tag, shape) {
+                (Input::Scalar(x), tag::CONST, _) if !b.param => {
+                    let c = v.const_value::<R>();
+                    if !(c == *x || (c.is_nan() && x.is_nan())) {
+                        return Err("a constant input changed");
+                    }
+                }
+                (Input::Scalar(x), tag::NUM, _) if b.param => p.lane_values_mut(v.slot).fill(*x),
+                (Input::Lanes(xs), tag::NUM, _) => {
+                    p.lane_values_mut(v.slot).copy_from_slice(&xs[..lanes]);
+                }
+                (Input::Matrix { rows, cols, data }, _, Some(Shape::Matrix(r, c)))
+                    if (*rows, *cols) == (r as usize, c as usize) =>
+                {
+                    for (e, &x) in data.iter().enumerate() {
+                        p.lane_values_mut(v.slot + e as u32).fill(x);
+                    }
+                }
+                (Input::LaneMatrices { rows, cols, data }, _, Some(Shape::Matrix(r, c)))
+                    if (*rows, *cols) == (r as usize, c as usize) =>
+                {
+                    for (l, m) in data.iter().enumerate().take(lanes) {
+                        for (e, &x) in m.iter().enumerate() {
+                            p.lane_values_mut(v.slot + e as u32)[l] = x;
+                        }
+                    }
+                }
+                _ => return Err("an input changed kind or shape"),
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The replay loop's borrows of the evaluator.
+struct Runner<'a, R: Real> {
+    tape: &'a Tape<R>,
+    payload: &'a mut Payload<R>,
+    sets: &'a LaneSets,
+    gather: &'a mut Gather<R>,
+    work: &'a mut Work<R>,
+}
+
+impl<R: Real> Runner<'_, R> {
+    /// Runs nodes `from..to` in order.
+    fn nodes(&mut self, from: usize, to: usize) {
+        let one = self.payload.lanes == 1 && self.sets.is_empty();
+        for n in &self.tape.nodes[from..to] {
+            if one && n.aux == 0 && !n.op.is_linalg() && n.op != Op::Ext {
+                self.scalar_one_lane(n);
+            } else {
+                self.node(n);
+            }
+        }
+    }
+
+    /// A scalar node in one lane: the walk's formula (`num1`/`num2` at B = 1, same bits).
+    #[inline(always)]
+    fn scalar_one_lane(&mut self, n: &TapeNode) {
+        let x = &mut self.payload.primal;
+        let c = &self.tape.consts;
+        let (a, b) = (n.a as usize, n.b as usize);
+        x[n.out as usize] = match n.form {
+            Form::Unary => n.op.eval1(x[a]),
+            Form::SlotSlot => n.op.eval2(x[a], x[b]),
+            Form::SlotConst => n.op.eval2(x[a], c[b]),
+            Form::ConstSlot => n.op.eval2(c[a], x[b]),
+            Form::ConstConst => n.op.eval2(c[a], c[b]),
+        };
+    }
+
+    /// One node over its lanes, sliced exactly as the walk sliced it.
+    fn node(&mut self, n: &TapeNode) {
+        let b = self.payload.lanes;
+        if n.op == Op::Select {
+            return self.select(n);
+        }
+        let layout = self.sets.layout(n.lanes);
+        if n.op == Op::Ext {
+            return self.ext(n, layout);
+        }
+        if n.op.is_linalg() {
+            let node = self.tape.linalg(n);
+            let (primal, work) = (&mut self.payload.primal, &mut *self.work);
+            layout.for_ranges(b, |s, e| {
+                linalg::forward(&node, primal, Lanes { b, s, e }, true, work)
+            });
+            return;
+        }
+        let consts = &self.tape.consts;
+        let (lo, hi) = self.payload.primal.split_at_mut(n.out as usize * b);
+        let arg = |slot: u32, is_const: bool, e: u32, len: usize| {
+            if is_const {
+                Arg::Const(consts[slot as usize])
+            } else {
+                Arg::Lanes(&lo[(slot + e) as usize * b..][..len])
+            }
+        };
+        let (ca, cb) = (
+            matches!(n.form, Form::ConstSlot | Form::ConstConst),
+            matches!(n.form, Form::SlotConst | Form::ConstConst),
+        );
+        let unary = n.form == Form::Unary;
+        if n.aux == 0 {
+            // A scalar op (`num1`/`num2`): one element over the node's lanes.
+            let o = &mut hi[..b];
+            if unary {
+                let Arg::Lanes(xs) = arg(n.a, false, 0, b) else {
+                    return;
+                };
+                forward1_over(n.op, o, xs, layout, self.gather);
+            } else {
+                let (x, y) = (arg(n.a, ca, 0, b), arg(n.b, cb, 0, b));
+                forward2_over(n.op, o, x, y, layout, self.gather);
+            }
+        } else if layout == Layout::All {
+            // An elementwise op over every lane: one run of `elements × B` numbers.
+            let len = n.aux as usize * b;
+            let o = &mut hi[..len];
+            if unary {
+                if let Arg::Lanes(xs) = arg(n.a, false, 0, len) {
+                    forward1(n.op, o, xs);
+                }
+            } else {
+                forward2(n.op, o, arg(n.a, ca, 0, len), arg(n.b, cb, 0, len));
+            }
+        } else {
+            for e in 0..n.aux {
+                let o = &mut hi[e as usize * b..][..b];
+                if unary {
+                    if let Arg::Lanes(xs) = arg(n.a, false, e, b) {
+                        forward1_over(n.op, o, xs, layout, self.gather);
+                    }
+                } else {
+                    let (x, y) = (arg(n.a, ca, e, b), arg(n.b, cb, e, b));
+                    forward2_over(n.op, o, x, y, layout, self.gather);
+                }
+            }
+        }
+    }
+
+    /// A merge: the then-lanes from `a`, the else-lanes from `b`.
+    fn select(&mut self, n: &TapeNode) {
+        let b = self.payload.lanes;
+        let consts = &self.tape.consts;
+        let primal = &mut self.payload.primal;
+        let sides = [
+            (
+                n.lanes,
+                n.a,
+                matches!(n.form, Form::ConstSlot | Form::ConstConst),
+            ),
+            (
+                n.aux,
+                n.b,
+                matches!(n.form, Form::SlotConst | Form::ConstConst),
+            ),
+        ];
+        for (set, operand, is_const) in sides {
+            for &l in self.sets.get(set).unwrap_or(&[]) {
+                let l = l as usize;
+                primal[n.out as usize * b + l] = if is_const {
+                    consts[operand as usize]
+                } else {
+                    primal[operand as usize * b + l]
+                };
+            }
+        }
+    }
+
+    /// A custom primitive's forward kernel over the node's lanes.
+    fn ext(&mut self, n: &TapeNode, layout: Layout) {
+        let Some(call) = self.tape.ext.get(n.a as usize) else {
+            return;
+        };
+        let Some(prim) = self.tape.primitives.get(call.prim as usize) else {
+            return;
+        };
+        let args = &self.tape.ext_args[call.start as usize..(call.start + call.len) as usize];
+        let cols: Vec<Column<R>> = args
+            .iter()
+            .map(|a| match *a {
+                ExtArg::Slot(s) | ExtArg::Data(s) => Column::Slot(s),
+                ExtArg::Const(c) => Column::Const(self.tape.consts[c as usize]),
+            })
+            .collect();
+        forward_lanes(&**prim, &cols, self.payload, layout, n.out);
+    }
+
+    /// Re-checks one guard over its lanes, marking the lanes where it no longer holds; whether
+    /// it held in all of them.
+    fn check(&self, g: &Guard, failed: &mut [bool]) -> bool {
+        let b = self.payload.lanes;
+        let x = &self.payload.primal;
+        let consts = &self.tape.consts;
+        let value = |slot: u32, is_const: bool, l: usize| {
+            if is_const {
+                consts[slot as usize]
+            } else {
+                x[slot as usize * b + l]
+            }
+        };
+        let holds = |l: usize| -> bool {
+            match g.check {
+                Check::Compare {
+                    cmp,
+                    form,
+                    a,
+                    b: y,
+                    outcome,
+                    bits,
+                } => {
+                    let ca = matches!(form, Form::ConstSlot | Form::ConstConst);
+                    let cb = matches!(form, Form::SlotConst | Form::ConstConst);
+                    let got = cmp.eval(value(a, ca, l), value(y, cb, l));
+                    let want = outcome.unwrap_or_else(|| self.tape.outcomes[bits as usize + l]);
+                    got == want
+                }
+                Check::Index { slot, value: want } => {
+                    let v = x[slot as usize * b + l];
+                    v.is_finite() && v >= R::zero() && v.trunc().to_f64() as u64 == want
+                }
+            }
+        };
+        let mut all = true;
+        let mut visit = |l: usize| {
+            if !holds(l) {
+                failed[l] = true;
+                all = false;
+            }
+        };
+        match self.sets.get(g.lanes) {
+            None => (0..b).for_each(&mut visit),
+            Some(ls) => ls.iter().for_each(|&l| visit(l as usize)),
+        }
+        all
+    }
+}
