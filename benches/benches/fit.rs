@@ -1,7 +1,8 @@
 //! Whole fits through the ECS engine (`ndvm fit`'s path):
 //!
 //! - `population/kalman64x16`: 64 Kalman-80 candidates (each its own initial state covariance)
-//!   x 16 restarts as lanes, 30 Adam steps, at 1 and 2 threads (target: >= 1.8x from 2 threads).
+//!   x 16 restarts as lanes, 30 Adam steps, at 1 and 2 threads (target: >= 1.8x from 2 threads),
+//!   and at 1 thread walking every step (`-walk`: tape replay off) to show what replay saves.
 //! - `population/tiny512`: 512 one-lane scalar candidates, 50 steps: what the ECS costs when
 //!   the numeric work is tiny (target: the `ecs` share of `ndvm profile` under 10%).
 //!
@@ -66,9 +67,16 @@ fn tiny_population() -> Scene {
     .expect("tiny scene")
 }
 
-fn fit(scene: &Scene, threads: usize) -> Fit {
+/// The runs timed: (threads, walk every step).
+const RUNS: [(usize, bool); 3] = [(1, false), (2, false), (1, true)];
+
+fn fit(scene: &Scene, (threads, walk_every_step): (usize, bool)) -> Fit {
     let options = FitOptions {
         threads: Some(threads),
+        settings: FitSettings {
+            walk_every_step,
+            ..FitSettings::default()
+        },
         ..FitOptions::default()
     };
     Fit::new(scene, &scenes(), &options).expect("fit")
@@ -79,12 +87,21 @@ fn population(c: &mut Criterion) {
         ("kalman64x16", kalman_population()),
         ("tiny512", tiny_population()),
     ];
+    let label = |name: &str, walk: bool| {
+        if walk {
+            format!("{name}-walk")
+        } else {
+            name.to_string()
+        }
+    };
     for (name, scene) in &workloads {
-        for threads in [1, 2] {
-            let mut f = fit(scene, threads);
+        for run in RUNS {
+            let mut f = fit(scene, run);
             f.run(|_| {});
             eprintln!(
-                "\n{name}, {threads} thread(s):\n{}",
+                "\n{}, {} thread(s):\n{}",
+                label(name, run.1),
+                run.0,
                 f.profile().report().table()
             );
         }
@@ -92,9 +109,9 @@ fn population(c: &mut Criterion) {
     let mut group = c.benchmark_group("population");
     group.sample_size(10);
     for (name, scene) in &workloads {
-        for threads in [1, 2] {
-            group.bench_function(BenchmarkId::new(*name, threads), |b| {
-                b.iter(|| fit(scene, threads).run(|_| {}))
+        for run in RUNS {
+            group.bench_function(BenchmarkId::new(label(name, run.1), run.0), |b| {
+                b.iter(|| fit(scene, run).run(|_| {}))
             });
         }
     }

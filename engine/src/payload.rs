@@ -95,11 +95,13 @@ impl<R: Real> Payload<R> {
         s as u32
     }
 
+    #[inline]
     pub fn lane_values(&self, slot: u32) -> &[R] {
         let b = self.lanes;
         &self.primal[slot as usize * b..(slot as usize + 1) * b]
     }
 
+    #[inline]
     pub fn lane_values_mut(&mut self, slot: u32) -> &mut [R] {
         let b = self.lanes;
         &mut self.primal[slot as usize * b..(slot as usize + 1) * b]

@@ -69,7 +69,8 @@ impl<R: Real> Vm<R> {
             return Replay::Stale(why);
         }
         self.payload.has_grads = false;
-        let mut failed = vec![false; self.payload.lanes];
+        // Per lane: whether a guard failed there (allocated at the first failure).
+        let mut failed: Vec<bool> = Vec::new();
         let mut failures: Vec<(GuardKind, u32)> = Vec::new();
         let mut run = Runner {
             tape: &self.tape,
@@ -119,29 +120,30 @@ impl<R: Real> Vm<R> {
                 return Err("an input is no longer bound");
             };
             let v = self.inputs[i];
-            let shape = self.shape(v);
+            let matrix = |s: Option<Shape>, rows: usize, cols: usize| matches!(s, Some(Shape::Matrix(r, c)) if (r as usize, c as usize) == (rows, cols));
+            let shape = if v.tag == tag::NUM || v.tag == tag::CONST {
+                None
+            } else {
+                self.shape(v)
+            };
             let p = &mut self.payload;
-            match (&b.value, v.tag, shape) {
-                (Input::Scalar(x), tag::CONST, _) if !b.param => {
+            match (&b.value, v.tag) {
+                (Input::Scalar(x), tag::CONST) if !b.param => {
                     let c = v.const_value::<R>();
                     if !(c == *x || (c.is_nan() && x.is_nan())) {
                         return Err("a constant input changed");
                     }
                 }
-                (Input::Scalar(x), tag::NUM, _) if b.param => p.lane_values_mut(v.slot).fill(*x),
-                (Input::Lanes(xs), tag::NUM, _) => {
+                (Input::Scalar(x), tag::NUM) if b.param => p.lane_values_mut(v.slot).fill(*x),
+                (Input::Lanes(xs), tag::NUM) => {
                     p.lane_values_mut(v.slot).copy_from_slice(&xs[..lanes]);
                 }
-                (Input::Matrix { rows, cols, data }, _, Some(Shape::Matrix(r, c)))
-                    if (*rows, *cols) == (r as usize, c as usize) =>
-                {
+                (Input::Matrix { rows, cols, data }, _) if matrix(shape, *rows, *cols) => {
                     for (e, &x) in data.iter().enumerate() {
                         p.lane_values_mut(v.slot + e as u32).fill(x);
                     }
                 }
-                (Input::LaneMatrices { rows, cols, data }, _, Some(Shape::Matrix(r, c)))
-                    if (*rows, *cols) == (r as usize, c as usize) =>
-                {
+                (Input::LaneMatrices { rows, cols, data }, _) if matrix(shape, *rows, *cols) => {
                     for (l, m) in data.iter().enumerate().take(lanes) {
                         for (e, &x) in m.iter().enumerate() {
                             p.lane_values_mut(v.slot + e as u32)[l] = x;
@@ -152,6 +154,18 @@ impl<R: Real> Vm<R> {
             }
         }
         Ok(())
+    }
+}
+
+/// Whether a one-lane node can run through its op's scalar formula: a scalar op, or an
+/// elementwise one whose lane kernel has no vectorized variant (`exp`, `sin`, `cos` and `log`
+/// over a tensor take the kernel's path, exactly as the walk did).
+#[inline(always)]
+fn one_lane_formula(n: &TapeNode) -> bool {
+    match n.op {
+        Op::Select | Op::Ext => false,
+        Op::Exp | Op::Sin | Op::Cos | Op::Log => n.aux == 0,
+        op => !op.is_linalg(),
     }
 }
 
@@ -169,7 +183,7 @@ impl<R: Real> Runner<'_, R> {
     fn nodes(&mut self, from: usize, to: usize) {
         let one = self.payload.lanes == 1 && self.sets.is_empty();
         for n in &self.tape.nodes[from..to] {
-            if one && n.aux == 0 && !n.op.is_linalg() && n.op != Op::Ext {
+            if one && one_lane_formula(n) {
                 self.scalar_one_lane(n);
             } else {
                 self.node(n);
@@ -177,19 +191,22 @@ impl<R: Real> Runner<'_, R> {
         }
     }
 
-    /// A scalar node in one lane: the walk's formula (`num1`/`num2` at B = 1, same bits).
+    /// An elementwise node in one lane, element by element through the op's scalar formula
+    /// (what `num1`/`num2` run at B = 1, and what the lane kernels run per lane: same bits).
     #[inline(always)]
     fn scalar_one_lane(&mut self, n: &TapeNode) {
         let x = &mut self.payload.primal;
         let c = &self.tape.consts;
         let (a, b) = (n.a as usize, n.b as usize);
-        x[n.out as usize] = match n.form {
-            Form::Unary => n.op.eval1(x[a]),
-            Form::SlotSlot => n.op.eval2(x[a], x[b]),
-            Form::SlotConst => n.op.eval2(x[a], c[b]),
-            Form::ConstSlot => n.op.eval2(c[a], x[b]),
-            Form::ConstConst => n.op.eval2(c[a], c[b]),
-        };
+        for e in 0..n.elements() as usize {
+            x[n.out as usize + e] = match n.form {
+                Form::Unary => n.op.eval1(x[a + e]),
+                Form::SlotSlot => n.op.eval2(x[a + e], x[b + e]),
+                Form::SlotConst => n.op.eval2(x[a + e], c[b]),
+                Form::ConstSlot => n.op.eval2(c[a], x[b + e]),
+                Form::ConstConst => n.op.eval2(c[a], c[b]),
+            };
+        }
     }
 
     /// One node over its lanes, sliced exactly as the walk sliced it.
@@ -312,7 +329,7 @@ impl<R: Real> Runner<'_, R> {
 
     /// Re-checks one guard over its lanes, marking the lanes where it no longer holds; whether
     /// it held in all of them.
-    fn check(&self, g: &Guard, failed: &mut [bool]) -> bool {
+    fn check(&self, g: &Guard, failed: &mut Vec<bool>) -> bool {
         let b = self.payload.lanes;
         let x = &self.payload.primal;
         let consts = &self.tape.consts;
@@ -348,6 +365,9 @@ impl<R: Real> Runner<'_, R> {
         let mut all = true;
         let mut visit = |l: usize| {
             if !holds(l) {
+                if failed.is_empty() {
+                    failed.resize(b, false);
+                }
                 failed[l] = true;
                 all = false;
             }

@@ -19,6 +19,8 @@ pub struct Machine {
     pub result: Option<Value>,
     /// The candidate lanes the evaluator's lanes stand for, in order (those of its last walk).
     pub walked: Vec<usize>,
+    /// The inputs of those lanes (kept so a replay only rewrites the parameter values).
+    pub bindings: ndvm_engine::Bindings<f64>,
 }
 
 impl Machine {

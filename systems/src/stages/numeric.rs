@@ -25,7 +25,7 @@
 use crate::machine::Machine;
 use crate::profile::{Profile, Stage, StageTimer};
 use crate::resources::FitSettings;
-use crate::stages::walk::bind;
+use crate::stages::walk::update_params;
 use bevy_ecs::prelude::*;
 use ndvm_components::prelude::*;
 use ndvm_engine::Replay;
@@ -156,8 +156,8 @@ fn replay_group(
             failed: 0,
         };
     }
-    let bindings = bind(&machine.walked, spec, values);
-    let (result, failed, failures) = match machine.vm.replay(program, &bindings) {
+    update_params(&mut machine.bindings, &machine.walked, spec, values);
+    let (result, failed, failures) = match machine.vm.replay(program, &machine.bindings) {
         Replay::Held(v) => (v, Vec::new(), Vec::new()),
         Replay::Partial {
             result,

@@ -40,16 +40,9 @@ pub fn walk(
             let Ok((cand, spec, values, compiled, _)) = candidates.get(group.candidate) else {
                 return (0, 0);
             };
-            let bindings = bind(&group.lanes, spec, values);
+            machine.bindings = bind(&group.lanes, spec, values);
             machine.walked.clone_from(&group.lanes);
-            walk_group(
-                machine,
-                out,
-                &compiled.0,
-                &bindings,
-                &cand.source,
-                group.lanes.len(),
-            );
+            walk_group(machine, out, &compiled.0, &cand.source, group.lanes.len());
             (1, out.tape_nodes)
         })
         .collect();
@@ -61,7 +54,30 @@ pub fn walk(
     profile.record(timer);
 }
 
-/// The inputs of a candidate's `lanes`.
+/// Rewrites the parameter values of `bindings` (made by [`bind`] for `lanes`) in place.
+pub fn update_params(
+    bindings: &mut Bindings<f64>,
+    lanes: &[usize],
+    spec: &FitSpec,
+    values: &ParamValues,
+) {
+    let points = spec.points();
+    for (p, item) in bindings
+        .items
+        .iter_mut()
+        .take(spec.params.len())
+        .enumerate()
+    {
+        let per_restart = &values.0[p * spec.restarts..(p + 1) * spec.restarts];
+        if let Input::Lanes(xs) = &mut item.value {
+            for (x, l) in xs.iter_mut().zip(lanes) {
+                *x = per_restart[l / points];
+            }
+        }
+    }
+}
+
+/// The inputs of a candidate's `lanes` (the parameters first, in order).
 pub fn bind(lanes: &[usize], spec: &FitSpec, values: &ParamValues) -> Bindings<f64> {
     let points = spec.points();
     let mut b = Bindings::new();
@@ -91,14 +107,13 @@ fn walk_group(
     machine: &mut Machine,
     out: &mut GroupOutputs,
     program: &Program,
-    bindings: &Bindings<f64>,
     src: &str,
     lanes: usize,
 ) {
     out.error = None;
     out.replayed = false;
     machine.result = None;
-    match machine.vm.eval(program, bindings, true) {
+    match machine.vm.eval(program, &machine.bindings, true) {
         Ok(v) => match machine.vm.numbers(v) {
             Some(xs) => {
                 out.out = xs;

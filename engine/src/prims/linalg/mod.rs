@@ -179,6 +179,7 @@ pub fn forward<R: Real>(node: &LinNode, x: &mut [R], ln: Lanes, record: bool, w:
         Some(Family::Products) => products::forward(node, src, dst, ln),
         Some(Family::Geometry) if one => geometry::forward_one(node, src, dst),
         Some(Family::Geometry) => geometry::forward(node, src, dst, ln),
+        Some(Family::Solve) if ln.b == 1 && solve::forward_one(node, src, dst) => {}
         Some(Family::Solve) => solve::forward(node, src, dst, ln, record, w),
         None => {}
     }
@@ -195,6 +196,7 @@ pub fn vjp<R: Real>(node: &LinNode, x: &[R], adj: &mut [R], ln: Lanes, w: &mut W
     match family(node.op) {
         Some(Family::Products) if one => products::vjp_one(node, x, adj),
         Some(Family::Geometry) if one => geometry::vjp_one(node, x, adj),
+        Some(Family::Solve) if ln.b == 1 && solve::vjp_one(node, x, adj) => {}
         Some(f) => {
             let (lo, hi) = adj.split_at_mut(node.out as usize * ln.b);
             match f {

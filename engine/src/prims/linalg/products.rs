@@ -141,6 +141,22 @@ pub fn vjp<R: Real>(node: &LinNode, x: &[R], lo: &mut [R], hi: &[R], ln: Lanes) 
     }
 }
 
+/// Calls `f(args.., m, k, n)` with the sizes as constants for the common small shapes, so the
+/// `*_one` kernels' loops unroll; the arithmetic is the same code in the same order either way.
+macro_rules! sized {
+    (($m:expr, $k:expr, $n:expr), $f:ident($($arg:expr),*)) => {
+        match ($m, $k, $n) {
+            (2, 2, 2) => $f($($arg,)* 2, 2, 2),
+            (2, 2, 1) => $f($($arg,)* 2, 2, 1),
+            (3, 3, 3) => $f($($arg,)* 3, 3, 3),
+            (3, 3, 1) => $f($($arg,)* 3, 3, 1),
+            (4, 4, 4) => $f($($arg,)* 4, 4, 4),
+            (4, 4, 1) => $f($($arg,)* 4, 4, 1),
+            (m, k, n) => $f($($arg,)* m, k, n),
+        }
+    };
+}
+
 /// One lane (B = 1): each operand's elements are contiguous, so the kernels index them directly.
 /// The arithmetic and its order are those of [`forward`], so results are bit-identical.
 pub fn forward_one<R: Real>(node: &LinNode, src: &[R], o: &mut [R]) {
@@ -176,26 +192,8 @@ pub fn forward_one<R: Real>(node: &LinNode, src: &[R], o: &mut [R]) {
                 }
             }
         }
-        Op::MatMul => {
-            for i in 0..m {
-                for j in 0..n {
-                    let mut s = a[i * k] * b[j];
-                    for kk in 1..k {
-                        s = s + a[i * k + kk] * b[kk * n + j];
-                    }
-                    o[i * n + j] = s;
-                }
-            }
-        }
-        Op::MatVec => {
-            for i in 0..m {
-                let mut s = a[i * k] * b[0];
-                for kk in 1..k {
-                    s = s + a[i * k + kk] * b[kk];
-                }
-                o[i] = s;
-            }
-        }
+        Op::MatMul => sized!((m, k, n), matmul_one(a, b, o)),
+        Op::MatVec => sized!((m, k, 1), matvec_one(a, b, o)),
         Op::Outer => {
             for i in 0..m {
                 for j in 0..n {
@@ -242,41 +240,8 @@ pub fn vjp_one<R: Real>(node: &LinNode, x: &[R], adj: &mut [R]) {
                 }
             }
         }
-        Op::MatMul => {
-            for i in 0..m * usize::from(ga) {
-                for kk in 0..k {
-                    let mut s = adj[a + i * k + kk];
-                    for j in 0..n {
-                        s = s + g(adj, i * n + j) * x[b + kk * n + j];
-                    }
-                    adj[a + i * k + kk] = s;
-                }
-            }
-            for kk in 0..k * usize::from(gb) {
-                for j in 0..n {
-                    let mut s = adj[b + kk * n + j];
-                    for i in 0..m {
-                        s = s + x[a + i * k + kk] * g(adj, i * n + j);
-                    }
-                    adj[b + kk * n + j] = s;
-                }
-            }
-        }
-        Op::MatVec => {
-            for i in 0..m * usize::from(ga) {
-                let gi = g(adj, i);
-                for kk in 0..k {
-                    adj[a + i * k + kk] = adj[a + i * k + kk] + gi * x[b + kk];
-                }
-            }
-            for kk in 0..k * usize::from(gb) {
-                let mut s = adj[b + kk];
-                for i in 0..m {
-                    s = s + x[a + i * k + kk] * g(adj, i);
-                }
-                adj[b + kk] = s;
-            }
-        }
+        Op::MatMul => sized!((m, k, n), matmul_vjp_one(x, adj, (a, b, out), (ga, gb))),
+        Op::MatVec => sized!((m, k, 1), matvec_vjp_one(x, adj, (a, b, out), (ga, gb))),
         Op::Outer => {
             for i in 0..m * usize::from(ga) {
                 let mut s = adj[a + i];
@@ -294,5 +259,106 @@ pub fn vjp_one<R: Real>(node: &LinNode, x: &[R], adj: &mut [R]) {
             }
         }
         _ => {}
+    }
+}
+
+/// `o = a·b` (`m×k` by `k×n`) in one lane.
+#[inline(always)]
+fn matmul_one<R: Real>(a: &[R], b: &[R], o: &mut [R], m: usize, k: usize, n: usize) {
+    let (a, b, o) = (&a[..m * k], &b[..k * n], &mut o[..m * n]);
+    for i in 0..m {
+        for j in 0..n {
+            let mut s = a[i * k] * b[j];
+            for kk in 1..k {
+                s = s + a[i * k + kk] * b[kk * n + j];
+            }
+            o[i * n + j] = s;
+        }
+    }
+}
+
+/// `o = a·v` (`m×k` by `k`) in one lane.
+#[inline(always)]
+fn matvec_one<R: Real>(a: &[R], b: &[R], o: &mut [R], m: usize, k: usize, _: usize) {
+    let (a, b, o) = (&a[..m * k], &b[..k], &mut o[..m]);
+    for i in 0..m {
+        let mut s = a[i * k] * b[0];
+        for kk in 1..k {
+            s = s + a[i * k + kk] * b[kk];
+        }
+        o[i] = s;
+    }
+}
+
+/// `matmul`'s VJP in one lane: Ā += G·Bᵀ, then B̄ += Aᵀ·G (`adj` is the whole adjoint; the
+/// operands lie below the result).
+#[inline(always)]
+fn matmul_vjp_one<R: Real>(
+    x: &[R],
+    adj: &mut [R],
+    (a, b, out): (usize, usize, usize),
+    (ga, gb): (bool, bool),
+    m: usize,
+    k: usize,
+    n: usize,
+) {
+    let (lo, hi) = adj.split_at_mut(out);
+    let g = &hi[..m * n];
+    if ga {
+        let (xb, da) = (&x[b..b + k * n], &mut lo[a..a + m * k]);
+        for i in 0..m {
+            for kk in 0..k {
+                let mut s = da[i * k + kk];
+                for j in 0..n {
+                    s = s + g[i * n + j] * xb[kk * n + j];
+                }
+                da[i * k + kk] = s;
+            }
+        }
+    }
+    if gb {
+        let (xa, db) = (&x[a..a + m * k], &mut lo[b..b + k * n]);
+        for kk in 0..k {
+            for j in 0..n {
+                let mut s = db[kk * n + j];
+                for i in 0..m {
+                    s = s + xa[i * k + kk] * g[i * n + j];
+                }
+                db[kk * n + j] = s;
+            }
+        }
+    }
+}
+
+/// `matvec`'s VJP in one lane: Ā += g·vᵀ, then v̄ += Aᵀ·g.
+#[inline(always)]
+fn matvec_vjp_one<R: Real>(
+    x: &[R],
+    adj: &mut [R],
+    (a, b, out): (usize, usize, usize),
+    (ga, gb): (bool, bool),
+    m: usize,
+    k: usize,
+    _: usize,
+) {
+    let (lo, hi) = adj.split_at_mut(out);
+    let g = &hi[..m];
+    if ga {
+        let (xb, da) = (&x[b..b + k], &mut lo[a..a + m * k]);
+        for i in 0..m {
+            for kk in 0..k {
+                da[i * k + kk] = da[i * k + kk] + g[i] * xb[kk];
+            }
+        }
+    }
+    if gb {
+        let (xa, db) = (&x[a..a + m * k], &mut lo[b..b + k]);
+        for kk in 0..k {
+            let mut s = db[kk];
+            for i in 0..m {
+                s = s + xa[i * k + kk] * g[i];
+            }
+            db[kk] = s;
+        }
     }
 }

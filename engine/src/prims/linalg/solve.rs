@@ -398,6 +398,93 @@ fn closed_vjp<const N: usize, const N2: usize, R: Real>(
     }
 }
 
+/// One lane (B = 1), n ≤ 3: the closed forms on the contiguous elements, with the arithmetic of
+/// [`forward`] in the same order. Returns false (nothing done) for n ≥ 4.
+pub fn forward_one<R: Real>(node: &LinNode, src: &[R], dst: &mut [R]) -> bool {
+    match node.n {
+        1 => closed_one::<1, 1, R>(node, src, dst),
+        2 => closed_one::<2, 4, R>(node, src, dst),
+        3 => closed_one::<3, 9, R>(node, src, dst),
+        _ => return false,
+    }
+    true
+}
+
+fn closed_one<const N: usize, const N2: usize, R: Real>(node: &LinNode, src: &[R], dst: &mut [R]) {
+    let a = node.a as usize;
+    let m: [R; N2] = std::array::from_fn(|e| src[a + e]);
+    match node.op {
+        Op::Det => dst[0] = closed_det(N, &m, None),
+        Op::LogDet => dst[0] = closed_det(N, &m, None).abs().ln(),
+        Op::Inv => dst[..N2].copy_from_slice(&closed_inverse::<N, N2, R>(&m)),
+        _ => {}
+    }
+}
+
+/// One lane (B = 1), n ≤ 3: the VJPs of [`vjp`] in the same order; `adj` is the whole adjoint.
+/// Returns false (nothing done) for n ≥ 4.
+pub fn vjp_one<R: Real>(node: &LinNode, x: &[R], adj: &mut [R]) -> bool {
+    match node.n {
+        1 => closed_vjp_one::<1, 1, R>(node, x, adj),
+        2 => closed_vjp_one::<2, 4, R>(node, x, adj),
+        3 => closed_vjp_one::<3, 9, R>(node, x, adj),
+        _ => return false,
+    }
+    true
+}
+
+fn closed_vjp_one<const N: usize, const N2: usize, R: Real>(
+    node: &LinNode,
+    x: &[R],
+    adj: &mut [R],
+) {
+    let (a, out) = (node.a as usize, node.out as usize);
+    let (lo, hi) = adj.split_at_mut(out);
+    let da = &mut lo[a..a + N2];
+    match node.op {
+        Op::Det | Op::LogDet => {
+            let m: [R; N2] = std::array::from_fn(|e| x[a + e]);
+            let d = if node.op == Op::Det {
+                let mut k = [R::zero(); N2];
+                closed_det(N, &m, Some(&mut k));
+                k
+            } else {
+                let z = closed_inverse::<N, N2, R>(&m);
+                std::array::from_fn(|e| z[(e % N) * N + e / N])
+            };
+            let g = hi[0];
+            for (o, d) in da.iter_mut().zip(d) {
+                *o = *o + g * d;
+            }
+        }
+        Op::Inv => {
+            // T = Zᵀ·G, then Ā −= T·Zᵀ (Z the result).
+            let z = &x[out..out + N2];
+            let g = &hi[..N2];
+            let mut t = [R::zero(); N2];
+            for i in 0..N {
+                for q in 0..N {
+                    let mut s = z[i] * g[q];
+                    for p in 1..N {
+                        s = s + z[p * N + i] * g[p * N + q];
+                    }
+                    t[i * N + q] = s;
+                }
+            }
+            for i in 0..N {
+                for j in 0..N {
+                    let mut o = da[i * N + j];
+                    for q in 0..N {
+                        o = o - t[i * N + q] * z[j * N + q];
+                    }
+                    da[i * N + j] = o;
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
