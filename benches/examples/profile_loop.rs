@@ -1,6 +1,8 @@
-//! Runs one benchmark workload in a loop, for profilers: `profile_loop NAME LANES ITERS [grad]`
-//! (NAME is a scalar workload or `kalman80`).
-use ndvm_benches::{Kalman, SCALAR};
+//! Runs one benchmark workload in a loop, for profilers:
+//! `profile_loop NAME LANES ITERS [grad|replay]` (NAME is a scalar workload or `kalman80`;
+//! `grad` walks and differentiates every iteration, `replay` replays the first walk's tape and
+//! differentiates — one calibration step of each kind).
+use ndvm_benches::{Kalman, SCALAR, replay_grad};
 use ndvm_engine::prelude::*;
 
 fn main() {
@@ -11,7 +13,8 @@ fn main() {
         .get(3)
         .and_then(|s| s.parse().ok())
         .unwrap_or(1_000_000);
-    let grad = args.get(4).is_some_and(|s| s == "grad");
+    let replay = args.get(4).is_some_and(|s| s == "replay");
+    let grad = replay || args.get(4).is_some_and(|s| s == "grad");
     let (program, bindings) = if name == "kalman80" {
         let k = Kalman::new();
         let b = k.bindings(lanes);
@@ -26,7 +29,9 @@ fn main() {
     let t = std::time::Instant::now();
     let mut acc = 0.0f32;
     for _ in 0..iters {
-        if let Ok(v) = vm.eval(&program, &bindings, grad) {
+        if replay {
+            acc += replay_grad(&mut vm, &program, &bindings).unwrap_or(0.0);
+        } else if let Ok(v) = vm.eval(&program, &bindings, grad) {
             if grad {
                 vm.backward(v);
             }
@@ -35,5 +40,5 @@ fn main() {
     }
     let dt = t.elapsed().as_secs_f64() * 1e6 / iters as f64;
     eprintln!("{:?}", vm.stats());
-    println!("{name} B={lanes} grad={grad}: {dt:.3} µs per evaluation ({acc})");
+    println!("{name} B={lanes} grad={grad} replay={replay}: {dt:.3} µs per evaluation ({acc})");
 }

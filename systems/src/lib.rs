@@ -2,12 +2,14 @@
 //!
 //! The ECS side of ndvm (ARCHITECTURE.md "Systems"). A scene's population becomes Candidate
 //! entities; the schedule cuts each active candidate's lanes (restarts × data points) into
-//! LaneGroup entities; one run of the stage schedule — decode, schedule, walk, numeric,
+//! LaneGroup entities; one run of the stage schedule — decode, schedule, numeric, walk,
 //! merge-masks, backward, optimize ([`stages`]) — is one fit step for every active candidate.
+//! A group walks its program once and then replays the recorded tape while the walk's
+//! decisions on numbers still hold ([`stages::numeric`]).
 //! [`fit::Fit`] owns the world and steps it; [`report`] turns it into results; [`profile`]
 //! times every stage; [`plugin`] adds custom primitives and systems.
 //!
-//! Parallelism lives inside the walk, backward, merge-masks and optimize systems (rayon over
+//! Parallelism lives inside the numeric, walk, backward, merge-masks and optimize systems (rayon over
 //! entities); the work for one entity is sequential, so results do not depend on the thread
 //! count.
 
