@@ -193,7 +193,8 @@ pub fn forward_one<R: Real>(node: &LinNode, src: &[R], o: &mut [R]) {
             }
         }
         Op::MatMul => sized!((m, k, n), matmul_one(a, b, o)),
-        Op::MatVec => sized!((m, k, 1), matvec_one(a, b, o)),
+        // A vector is a one-column matrix: `matvec` is `matmul` with n = 1, term for term.
+        Op::MatVec => sized!((m, k, 1), matmul_one(a, b, o)),
         Op::Outer => {
             for i in 0..m {
                 for j in 0..n {
@@ -241,7 +242,7 @@ pub fn vjp_one<R: Real>(node: &LinNode, x: &[R], adj: &mut [R]) {
             }
         }
         Op::MatMul => sized!((m, k, n), matmul_vjp_one(x, adj, (a, b, out), (ga, gb))),
-        Op::MatVec => sized!((m, k, 1), matvec_vjp_one(x, adj, (a, b, out), (ga, gb))),
+        Op::MatVec => sized!((m, k, 1), matmul_vjp_one(x, adj, (a, b, out), (ga, gb))),
         Op::Outer => {
             for i in 0..m * usize::from(ga) {
                 let mut s = adj[a + i];
@@ -274,19 +275,6 @@ fn matmul_one<R: Real>(a: &[R], b: &[R], o: &mut [R], m: usize, k: usize, n: usi
             }
             o[i * n + j] = s;
         }
-    }
-}
-
-/// `o = a·v` (`m×k` by `k`) in one lane.
-#[inline(always)]
-fn matvec_one<R: Real>(a: &[R], b: &[R], o: &mut [R], m: usize, k: usize, _: usize) {
-    let (a, b, o) = (&a[..m * k], &b[..k], &mut o[..m]);
-    for i in 0..m {
-        let mut s = a[i * k] * b[0];
-        for kk in 1..k {
-            s = s + a[i * k + kk] * b[kk];
-        }
-        o[i] = s;
     }
 }
 
@@ -326,39 +314,6 @@ fn matmul_vjp_one<R: Real>(
                 }
                 db[kk * n + j] = s;
             }
-        }
-    }
-}
-
-/// `matvec`'s VJP in one lane: Ā += g·vᵀ, then v̄ += Aᵀ·g.
-#[inline(always)]
-fn matvec_vjp_one<R: Real>(
-    x: &[R],
-    adj: &mut [R],
-    (a, b, out): (usize, usize, usize),
-    (ga, gb): (bool, bool),
-    m: usize,
-    k: usize,
-    _: usize,
-) {
-    let (lo, hi) = adj.split_at_mut(out);
-    let g = &hi[..m];
-    if ga {
-        let (xb, da) = (&x[b..b + k], &mut lo[a..a + m * k]);
-        for i in 0..m {
-            for kk in 0..k {
-                da[i * k + kk] = da[i * k + kk] + g[i] * xb[kk];
-            }
-        }
-    }
-    if gb {
-        let (xa, db) = (&x[a..a + m * k], &mut lo[b..b + k]);
-        for kk in 0..k {
-            let mut s = db[kk];
-            for i in 0..m {
-                s = s + xa[i * k + kk] * g[i];
-            }
-            db[kk] = s;
         }
     }
 }

@@ -370,6 +370,19 @@ pub fn vjp<R: Real>(node: &LinNode, x: &[R], lo: &mut [R], hi: &[R], ln: Lanes, 
     }
 }
 
+/// ∂det/∂A (the cofactor matrix) or ∂logdet/∂A (A⁻ᵀ) of an n ≤ 3 matrix, row-major.
+#[inline(always)]
+fn det_gradient<const N: usize, const N2: usize, R: Real>(op: Op, m: &[R; N2]) -> [R; N2] {
+    if op == Op::Det {
+        let mut k = [R::zero(); N2];
+        closed_det(N, m, Some(&mut k));
+        k
+    } else {
+        let z = closed_inverse::<N, N2, R>(m);
+        std::array::from_fn(|e| z[(e % N) * N + e / N])
+    }
+}
+
 /// `det` and `logdet` VJPs for n ≤ 3: Ā += g·cof A, resp. Ā += g·A⁻ᵀ.
 fn closed_vjp<const N: usize, const N2: usize, R: Real>(
     node: &LinNode,
@@ -383,31 +396,30 @@ fn closed_vjp<const N: usize, const N2: usize, R: Real>(
     let a: [&[R]; N2] = std::array::from_fn(|e| &x[ln.at(node.a, e as u32)][..len]);
     let mut outs = element_slices::<N2, R>(lo, node.a, ln);
     for l in 0..len {
-        let m: [R; N2] = std::array::from_fn(|e| a[e][l]);
-        let d = if node.op == Op::Det {
-            let mut k = [R::zero(); N2];
-            closed_det(N, &m, Some(&mut k));
-            k
-        } else {
-            let z = closed_inverse::<N, N2, R>(&m);
-            std::array::from_fn(|e| z[(e % N) * N + e / N])
-        };
+        let d = det_gradient::<N, N2, R>(node.op, &std::array::from_fn(|e| a[e][l]));
         for (o, d) in outs.iter_mut().zip(d) {
             o[l] = o[l] + g[l] * d;
         }
     }
 }
 
+/// Calls `f::<N, N², R>(args)` for n = 1, 2, 3 and returns true; false for larger n.
+macro_rules! closed_sizes {
+    ($n:expr, $f:ident($($arg:expr),*)) => {{
+        match $n {
+            1 => $f::<1, 1, R>($($arg),*),
+            2 => $f::<2, 4, R>($($arg),*),
+            3 => $f::<3, 9, R>($($arg),*),
+            _ => return false,
+        }
+        true
+    }};
+}
+
 /// One lane (B = 1), n ≤ 3: the closed forms on the contiguous elements, with the arithmetic of
 /// [`forward`] in the same order. Returns false (nothing done) for n ≥ 4.
 pub fn forward_one<R: Real>(node: &LinNode, src: &[R], dst: &mut [R]) -> bool {
-    match node.n {
-        1 => closed_one::<1, 1, R>(node, src, dst),
-        2 => closed_one::<2, 4, R>(node, src, dst),
-        3 => closed_one::<3, 9, R>(node, src, dst),
-        _ => return false,
-    }
-    true
+    closed_sizes!(node.n, closed_one(node, src, dst))
 }
 
 fn closed_one<const N: usize, const N2: usize, R: Real>(node: &LinNode, src: &[R], dst: &mut [R]) {
@@ -424,13 +436,7 @@ fn closed_one<const N: usize, const N2: usize, R: Real>(node: &LinNode, src: &[R
 /// One lane (B = 1), n ≤ 3: the VJPs of [`vjp`] in the same order; `adj` is the whole adjoint.
 /// Returns false (nothing done) for n ≥ 4.
 pub fn vjp_one<R: Real>(node: &LinNode, x: &[R], adj: &mut [R]) -> bool {
-    match node.n {
-        1 => closed_vjp_one::<1, 1, R>(node, x, adj),
-        2 => closed_vjp_one::<2, 4, R>(node, x, adj),
-        3 => closed_vjp_one::<3, 9, R>(node, x, adj),
-        _ => return false,
-    }
-    true
+    closed_sizes!(node.n, closed_vjp_one(node, x, adj))
 }
 
 fn closed_vjp_one<const N: usize, const N2: usize, R: Real>(
@@ -443,15 +449,7 @@ fn closed_vjp_one<const N: usize, const N2: usize, R: Real>(
     let da = &mut lo[a..a + N2];
     match node.op {
         Op::Det | Op::LogDet => {
-            let m: [R; N2] = std::array::from_fn(|e| x[a + e]);
-            let d = if node.op == Op::Det {
-                let mut k = [R::zero(); N2];
-                closed_det(N, &m, Some(&mut k));
-                k
-            } else {
-                let z = closed_inverse::<N, N2, R>(&m);
-                std::array::from_fn(|e| z[(e % N) * N + e / N])
-            };
+            let d = det_gradient::<N, N2, R>(node.op, &std::array::from_fn(|e| x[a + e]));
             let g = hi[0];
             for (o, d) in da.iter_mut().zip(d) {
                 *o = *o + g * d;
