@@ -2,10 +2,13 @@
 //!
 //! A node is `(op, operand forms, lane set, output slot, input slots)`; constant operands are
 //! stored once in [`Tape::consts`]. The walk computes every lane value by running the node it
-//! records, so replaying the nodes in order reproduces the walk's numbers exactly. Guards record
-//! each comparison over lane values that the walk decided on, with its outcome, so a later replay
-//! can check that the control path still holds; branch guards record each branch outcome per
-//! lane. A merge of a branch that split the lanes is an [`Op::Select`] node.
+//! records, so replaying the nodes in order reproduces the walk's numbers exactly
+//! ([`crate::replay`]). [`Guard`]s record every decision the walk took on lane numbers — each
+//! comparison with its outcome (per lane when the lanes disagreed), each number read as
+//! structure with the index it gave — at its position among the nodes, so a replay can check
+//! that the control path still holds as soon as the guard's operands are recomputed;
+//! [`BranchGuard`]s record each branch outcome over the active lanes (for the walk's counters).
+//! A merge of a branch that split the lanes is an [`Op::Select`] node.
 
 use crate::prims::scalar::Op;
 
