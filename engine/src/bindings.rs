@@ -68,6 +68,13 @@ impl<R: Real> Bindings<R> {
         self
     }
 
+    /// The binding of a program's input `i` named `name`: usually item `i` (programs are
+    /// decoded against the bindings' own names, in order), else found by name.
+    pub fn for_input(&self, i: usize, name: &str) -> Option<&Binding<R>> {
+        let same = self.items.get(i).filter(|b| b.name == name);
+        same.or_else(|| self.items.iter().find(|b| b.name == name))
+    }
+
     /// A differentiable scalar, the same in every lane.
     pub fn scalar(&mut self, name: &str, x: R) -> &mut Self {
         self.put(name, Input::Scalar(x), true)

@@ -16,6 +16,7 @@
 //! the start of the next backward pass. At wide batches this replaces a pass over megabytes of
 //! memory with stores to lines the VJPs just touched.
 
+use crate::bindings::Input;
 use crate::real::Real;
 
 #[derive(Debug, Default)]
@@ -82,6 +83,28 @@ impl<R: Real> Payload<R> {
     /// The primal values of every allocated slot.
     pub fn values(&self) -> &[R] {
         &self.primal[..self.slots * self.lanes]
+    }
+
+    /// Writes an input's values into the slots from `slot` on (one slot, or a matrix's elements
+    /// row-major), in every lane.
+    pub fn write_input(&mut self, slot: u32, input: &Input<R>) {
+        let lanes = self.lanes;
+        match input {
+            Input::Scalar(x) => self.lane_values_mut(slot).fill(*x),
+            Input::Lanes(xs) => self.lane_values_mut(slot).copy_from_slice(&xs[..lanes]),
+            Input::Matrix { rows, cols, data } => {
+                for (e, &x) in data.iter().enumerate().take(rows * cols) {
+                    self.lane_values_mut(slot + e as u32).fill(x);
+                }
+            }
+            Input::LaneMatrices { data, .. } => {
+                for (l, m) in data.iter().enumerate().take(lanes) {
+                    for (e, &x) in m.iter().enumerate() {
+                        self.lane_values_mut(slot + e as u32)[l] = x;
+                    }
+                }
+            }
+        }
     }
 
     /// Appends `n` slots (zeroed) and returns the first.

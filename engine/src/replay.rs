@@ -23,14 +23,14 @@
 use crate::bindings::{Bindings, Input};
 use crate::lanes::{LaneSets, Layout};
 use crate::payload::Payload;
-use crate::prims::kernels::{Arg, Gather, forward1, forward1_over, forward2, forward2_over};
+use crate::prims::kernels::Gather;
 use crate::prims::linalg::{self, Lanes, Work};
 use crate::prims::scalar::Op;
 use crate::program::Program;
 use crate::real::Real;
 use crate::tape::{Check, ExtArg, Form, Guard, GuardKind, Tape, TapeNode};
 use crate::value::{Shape, Value, tag};
-use crate::walk::{Column, Vm, forward_lanes};
+use crate::walk::{Column, Operand, Vm, forward_lanes, run_elementwise};
 
 /// What a replay found.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -115,43 +115,31 @@ impl<R: Real> Vm<R> {
             return Err("another program");
         }
         for (i, name) in program.inputs.iter().enumerate() {
-            let same = bindings.items.get(i).filter(|b| &b.name == name);
-            let Some(b) = same.or_else(|| bindings.items.iter().find(|b| &b.name == name)) else {
+            let Some(b) = bindings.for_input(i, name) else {
                 return Err("an input is no longer bound");
             };
             let v = self.inputs[i];
-            let matrix = |s: Option<Shape>, rows: usize, cols: usize| matches!(s, Some(Shape::Matrix(r, c)) if (r as usize, c as usize) == (rows, cols));
-            let shape = if v.tag == tag::NUM || v.tag == tag::CONST {
-                None
-            } else {
-                self.shape(v)
-            };
-            let p = &mut self.payload;
-            match (&b.value, v.tag) {
-                (Input::Scalar(x), tag::CONST) if !b.param => {
+            // The walk folded a constant input and bound the others to slots (`Vm::bind`):
+            // a constant must be unchanged, the rest keep their kind and shape.
+            let same_kind = match &b.value {
+                Input::Scalar(x) if !b.param => {
                     let c = v.const_value::<R>();
-                    if !(c == *x || (c.is_nan() && x.is_nan())) {
+                    if v.tag != tag::CONST || !(c == *x || (c.is_nan() && x.is_nan())) {
                         return Err("a constant input changed");
                     }
+                    continue;
                 }
-                (Input::Scalar(x), tag::NUM) if b.param => p.lane_values_mut(v.slot).fill(*x),
-                (Input::Lanes(xs), tag::NUM) => {
-                    p.lane_values_mut(v.slot).copy_from_slice(&xs[..lanes]);
+                Input::Scalar(_) | Input::Lanes(_) => v.tag == tag::NUM,
+                Input::Matrix { rows, cols, .. } | Input::LaneMatrices { rows, cols, .. } => {
+                    v.tag != tag::NUM
+                        && v.tag != tag::CONST
+                        && self.shape(v) == Some(Shape::Matrix(*rows as u32, *cols as u32))
                 }
-                (Input::Matrix { rows, cols, data }, _) if matrix(shape, *rows, *cols) => {
-                    for (e, &x) in data.iter().enumerate() {
-                        p.lane_values_mut(v.slot + e as u32).fill(x);
-                    }
-                }
-                (Input::LaneMatrices { rows, cols, data }, _) if matrix(shape, *rows, *cols) => {
-                    for (l, m) in data.iter().enumerate().take(lanes) {
-                        for (e, &x) in m.iter().enumerate() {
-                            p.lane_values_mut(v.slot + e as u32)[l] = x;
-                        }
-                    }
-                }
-                _ => return Err("an input changed kind or shape"),
+            };
+            if !same_kind {
+                return Err("an input changed kind or shape");
             }
+            self.payload.write_input(v.slot, &b.value);
         }
         Ok(())
     }
@@ -227,56 +215,25 @@ impl<R: Real> Runner<'_, R> {
             });
             return;
         }
-        let consts = &self.tape.consts;
-        let (lo, hi) = self.payload.primal.split_at_mut(n.out as usize * b);
-        let arg = |slot: u32, is_const: bool, e: u32, len: usize| {
+        let operand = |slot: u32, is_const: bool| {
             if is_const {
-                Arg::Const(consts[slot as usize])
+                Operand::Const(self.tape.consts[slot as usize])
             } else {
-                Arg::Lanes(&lo[(slot + e) as usize * b..][..len])
+                Operand::Slots(slot)
             }
         };
-        let (ca, cb) = (
-            matches!(n.form, Form::ConstSlot | Form::ConstConst),
-            matches!(n.form, Form::SlotConst | Form::ConstConst),
+        let x = operand(n.a, matches!(n.form, Form::ConstSlot | Form::ConstConst));
+        let y = (n.form != Form::Unary)
+            .then(|| operand(n.b, matches!(n.form, Form::SlotConst | Form::ConstConst)));
+        let primal = &mut self.payload.primal;
+        run_elementwise(
+            primal,
+            b,
+            (n.op, n.out, n.elements()),
+            (x, y),
+            layout,
+            self.gather,
         );
-        let unary = n.form == Form::Unary;
-        if n.aux == 0 {
-            // A scalar op (`num1`/`num2`): one element over the node's lanes.
-            let o = &mut hi[..b];
-            if unary {
-                let Arg::Lanes(xs) = arg(n.a, false, 0, b) else {
-                    return;
-                };
-                forward1_over(n.op, o, xs, layout, self.gather);
-            } else {
-                let (x, y) = (arg(n.a, ca, 0, b), arg(n.b, cb, 0, b));
-                forward2_over(n.op, o, x, y, layout, self.gather);
-            }
-        } else if layout == Layout::All {
-            // An elementwise op over every lane: one run of `elements × B` numbers.
-            let len = n.aux as usize * b;
-            let o = &mut hi[..len];
-            if unary {
-                if let Arg::Lanes(xs) = arg(n.a, false, 0, len) {
-                    forward1(n.op, o, xs);
-                }
-            } else {
-                forward2(n.op, o, arg(n.a, ca, 0, len), arg(n.b, cb, 0, len));
-            }
-        } else {
-            for e in 0..n.aux {
-                let o = &mut hi[e as usize * b..][..b];
-                if unary {
-                    if let Arg::Lanes(xs) = arg(n.a, false, e, b) {
-                        forward1_over(n.op, o, xs, layout, self.gather);
-                    }
-                } else {
-                    let (x, y) = (arg(n.a, ca, e, b), arg(n.b, cb, e, b));
-                    forward2_over(n.op, o, x, y, layout, self.gather);
-                }
-            }
-        }
     }
 
     /// A merge: the then-lanes from `a`, the else-lanes from `b`.

@@ -17,6 +17,7 @@ mod numeric;
 mod tensor;
 
 pub(crate) use extension::{Column, forward_lanes};
+pub(crate) use tensor::{Operand, run_elementwise};
 
 use crate::bindings::{Bindings, Input};
 use crate::error::{Error, ErrorKind, Result};
@@ -167,11 +168,8 @@ impl<R: Real> Vm<R> {
     }
 
     fn bind(&mut self, program: &Program, bindings: &Bindings<R>) -> Result<()> {
-        let lanes = self.payload.lanes;
         for (i, name) in program.inputs.iter().enumerate() {
-            // Programs are usually decoded against the bindings' own names, in order.
-            let same = bindings.items.get(i).filter(|b| &b.name == name);
-            let Some(b) = same.or_else(|| bindings.items.iter().find(|b| &b.name == name)) else {
+            let Some(b) = bindings.for_input(i, name) else {
                 return Err(Error::unlocated(
                     ErrorKind::Input,
                     format!("input `{name}` is not bound"),
@@ -179,37 +177,17 @@ impl<R: Real> Vm<R> {
             };
             let v = match &b.value {
                 Input::Scalar(x) if !b.param => Value::constant(*x),
-                Input::Scalar(x) => {
-                    let s = self.alloc_slots(program, 1, program.root)?;
-                    self.payload.lane_values_mut(s).fill(*x);
-                    self.payload.leaf(s, 1);
-                    Value::lanes(s)
-                }
-                Input::Lanes(xs) => {
+                Input::Scalar(_) | Input::Lanes(_) => {
                     let s = self.alloc_slots(program, 1, program.root)?;
                     self.payload.leaf(s, 1);
-                    self.payload
-                        .lane_values_mut(s)
-                        .copy_from_slice(&xs[..lanes]);
+                    self.payload.write_input(s, &b.value);
                     Value::lanes(s)
                 }
-                Input::Matrix { rows, cols, data } => {
-                    let s = self.alloc_slots(program, data.len(), program.root)?;
-                    self.payload.constant_leaf(s, data.len() as u32);
-                    for (e, &x) in data.iter().enumerate() {
-                        self.payload.lane_values_mut(s + e as u32).fill(x);
-                    }
-                    let shape = crate::value::Shape::Matrix(*rows as u32, *cols as u32);
-                    self.tensor(shape, s)
-                }
-                Input::LaneMatrices { rows, cols, data } => {
-                    let s = self.alloc_slots(program, rows * cols, program.root)?;
-                    self.payload.constant_leaf(s, (rows * cols) as u32);
-                    for (l, m) in data.iter().enumerate().take(lanes) {
-                        for (e, &x) in m.iter().enumerate() {
-                            self.payload.lane_values_mut(s + e as u32)[l] = x;
-                        }
-                    }
+                Input::Matrix { rows, cols, .. } | Input::LaneMatrices { rows, cols, .. } => {
+                    let n = rows * cols;
+                    let s = self.alloc_slots(program, n, program.root)?;
+                    self.payload.constant_leaf(s, n as u32);
+                    self.payload.write_input(s, &b.value);
                     let shape = crate::value::Shape::Matrix(*rows as u32, *cols as u32);
                     self.tensor(shape, s)
                 }

@@ -13,7 +13,7 @@ use super::Vm;
 use crate::error::{ErrorKind, Result};
 use crate::lanes::Layout;
 use crate::prims::Prim;
-use crate::prims::kernels::{Arg, forward1, forward1_over, forward2, forward2_over};
+use crate::prims::kernels::{Arg, Gather, forward1, forward1_over, forward2, forward2_over};
 use crate::prims::linalg::{self, Lanes, LinNode};
 use crate::prims::scalar::Op;
 use crate::program::{NodeId, Program};
@@ -23,7 +23,7 @@ use crate::value::{Shape, Value, tag};
 
 /// An operand of an elementwise node: a constant, or lane values at consecutive slots.
 #[derive(Clone, Copy, Debug)]
-enum Operand<R> {
+pub(crate) enum Operand<R> {
     Const(R),
     Slots(u32),
 }
@@ -41,6 +41,49 @@ impl<R: Real> Operand<R> {
         match self {
             Operand::Slots(s) => Operand::Slots(s + e),
             c => c,
+        }
+    }
+}
+
+/// Runs `op` over `n` consecutive elements from slot `out` on, over the lanes of `layout`: one
+/// run of `n × B` numbers when every lane is active, else element by element. The walk and the
+/// replay run every elementwise node through it, so they slice the lanes alike, bit for bit.
+pub(crate) fn run_elementwise<R: Real>(
+    primal: &mut [R],
+    b: usize,
+    (op, out, n): (Op, u32, u32),
+    (x, y): (Operand<R>, Option<Operand<R>>),
+    layout: Layout,
+    gather: &mut Gather<R>,
+) {
+    let (lo, hi) = primal.split_at_mut(out as usize * b);
+    let arg = |v: Operand<R>, e: u32, len: usize| match v {
+        Operand::Const(c) => Arg::Const(c),
+        Operand::Slots(s) => Arg::Lanes(&lo[(s + e) as usize * b..][..len]),
+    };
+    if layout == Layout::All {
+        // Every lane: the n elements are one contiguous run of n·B numbers.
+        let len = n as usize * b;
+        let o = &mut hi[..len];
+        match y {
+            None => {
+                if let Arg::Lanes(xs) = arg(x, 0, len) {
+                    forward1(op, o, xs);
+                }
+            }
+            Some(y) => forward2(op, o, arg(x, 0, len), arg(y, 0, len)),
+        }
+        return;
+    }
+    for e in 0..n {
+        let o = &mut hi[e as usize * b..][..b];
+        match y {
+            None => {
+                if let Arg::Lanes(xs) = arg(x, e, b) {
+                    forward1_over(op, o, xs, layout, gather);
+                }
+            }
+            Some(y) => forward2_over(op, o, arg(x, e, b), arg(y, e, b), layout, gather),
         }
     }
 }
@@ -196,41 +239,16 @@ impl<R: Real> Vm<R> {
         y: Option<Operand<R>>,
         n: u32,
     ) -> Result<()> {
-        let b = self.payload.lanes;
         let layout = self.lane_sets.layout(self.active);
-        let (lo, hi) = self.payload.primal.split_at_mut(out as usize * b);
-        let arg = |v: Operand<R>, e: u32, len: usize| match v {
-            Operand::Const(c) => Arg::Const(c),
-            Operand::Slots(s) => Arg::Lanes(&lo[(s + e) as usize * b..][..len]),
-        };
-        if layout == Layout::All {
-            // Every lane: the n elements are one contiguous run of n·B numbers.
-            let len = n as usize * b;
-            let o = &mut hi[..len];
-            match y {
-                None => {
-                    let Arg::Lanes(xs) = arg(x, 0, len) else {
-                        return Ok(());
-                    };
-                    forward1(op, o, xs);
-                }
-                Some(y) => forward2(op, o, arg(x, 0, len), arg(y, 0, len)),
-            }
-        } else {
-            for e in 0..n {
-                let o = &mut hi[e as usize * b..][..b];
-                match y {
-                    None => {
-                        if let Arg::Lanes(xs) = arg(x, e, b) {
-                            forward1_over(op, o, xs, layout, &mut self.gather);
-                        }
-                    }
-                    Some(y) => {
-                        forward2_over(op, o, arg(x, e, b), arg(y, e, b), layout, &mut self.gather)
-                    }
-                }
-            }
-        }
+        let p = &mut self.payload;
+        run_elementwise(
+            &mut p.primal,
+            p.lanes,
+            (op, out, n),
+            (x, y),
+            layout,
+            &mut self.gather,
+        );
         let (form, a, c) = match y {
             None => (Form::Unary, x.value().slot, 0),
             Some(y) => self.tape_operands(x.value(), y.value()),
