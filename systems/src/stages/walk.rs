@@ -81,13 +81,10 @@ pub fn update_params(
 pub fn bind(lanes: &[usize], spec: &FitSpec, values: &ParamValues) -> Bindings<f64> {
     let points = spec.points();
     let mut b = Bindings::new();
-    for (p, name) in spec.params.iter().enumerate() {
-        let per_restart = &values.0[p * spec.restarts..(p + 1) * spec.restarts];
-        b.lanes(
-            name,
-            lanes.iter().map(|l| per_restart[l / points]).collect(),
-        );
+    for name in &spec.params {
+        b.lanes(name, vec![0.0; lanes.len()]);
     }
+    update_params(&mut b, lanes, spec, values);
     if let Some(data) = &spec.data {
         for (name, column) in &data.inputs {
             b.lane_data(name, lanes.iter().map(|l| column[l % points]).collect());
