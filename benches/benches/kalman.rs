@@ -1,6 +1,8 @@
 //! The 80-step 2-D Kalman negative log-likelihood, forward and forward+gradient, at B = 1, 64,
 //! 256, 1024 with per-lane q and r (a reused evaluator and decoded program, as in calibration).
 //! The reference C++ runtime takes about 959 µs at B = 1 and 85 µs per lane at B = 256.
+//! `replay+grad` is a calibration step once the filter has walked: the recorded tape replayed
+//! with the same inputs, then the backward pass.
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use ndvm_benches::Kalman;
@@ -19,6 +21,10 @@ fn kalman(c: &mut Criterion) {
         });
         group.bench_function(BenchmarkId::new("forward+grad", lanes), |b| {
             b.iter(|| black_box(ndvm_benches::forward_grad(&mut vm, &k.program, &bindings)))
+        });
+        let mut vm = Vm::<f32>::default();
+        group.bench_function(BenchmarkId::new("replay+grad", lanes), |b| {
+            b.iter(|| black_box(ndvm_benches::replay_grad(&mut vm, &k.program, &bindings)))
         });
     }
     group.finish();

@@ -25,18 +25,10 @@ pub fn backward<R: Real>(
     seeds: std::ops::Range<u32>,
 ) {
     let lanes = payload.lanes;
-    let need = payload.slots() * lanes;
-    let seeds = (seeds.start as usize * lanes, seeds.end as usize * lanes);
     // Scratch for linear-algebra VJPs, made on first use.
     let mut work: Option<Work<R>> = None;
-    payload.has_grads = true;
     if lanes == 1 && sets.is_empty() {
-        // One lane: the buffer is small, so clear it whole (and drop anything beyond it).
-        payload.adjoint.clear();
-        payload.adjoint.resize(need, R::zero());
-        payload.dirty.clear();
-        payload.dirty.push((0, need));
-        payload.adjoint[seeds.0..seeds.1].fill(R::one());
+        seed_one_lane(payload, seeds);
         for (i, n) in tape.nodes.iter().enumerate().rev() {
             let skip = tape.skip.get(i).copied().unwrap_or(0);
             if n.op == Op::Ext {
@@ -56,6 +48,9 @@ pub fn backward<R: Real>(
         }
         return;
     }
+    payload.has_grads = true;
+    let need = payload.slots() * lanes;
+    let seeds = (seeds.start as usize * lanes, seeds.end as usize * lanes);
     // The buffer is zero but for what the last pass left (see `payload.rs`).
     let mut dirty = std::mem::take(&mut payload.dirty);
     for &(s, e) in &dirty {
@@ -103,6 +98,18 @@ pub fn backward<R: Real>(
     payload.dirty = dirty;
 }
 
+/// Starts a one-lane backward pass: the adjoint buffer is small, so it is cleared whole (and
+/// anything beyond it dropped), then the result slots `seeds` get 1.
+pub(crate) fn seed_one_lane<R: Real>(payload: &mut Payload<R>, seeds: std::ops::Range<u32>) {
+    let need = payload.slots();
+    payload.has_grads = true;
+    payload.adjoint.clear();
+    payload.adjoint.resize(need, R::zero());
+    payload.dirty.clear();
+    payload.dirty.push((0, need));
+    payload.adjoint[seeds.start as usize..seeds.end as usize].fill(R::one());
+}
+
 /// Zeroes the adjoint of a node's output (every lane) once its VJP has run.
 #[inline]
 fn clear_output<R: Real>(tape: &Tape<R>, p: &mut Payload<R>, n: &TapeNode) {
@@ -119,7 +126,7 @@ fn clear_output<R: Real>(tape: &Tape<R>, p: &mut Payload<R>, n: &TapeNode) {
 
 /// A custom primitive's VJP over the node's lanes: operands gathered into `f64` columns, the
 /// primitive's VJP, and each differentiable operand's adjoint increased lane by lane.
-fn ext_vjp<R: Real>(tape: &Tape<R>, p: &mut Payload<R>, n: &TapeNode, layout: Layout) {
+pub(crate) fn ext_vjp<R: Real>(tape: &Tape<R>, p: &mut Payload<R>, n: &TapeNode, layout: Layout) {
     let Some(call) = tape.ext.get(n.a as usize) else {
         return;
     };

@@ -71,7 +71,13 @@ impl<R: Real> Vm<R> {
             (_, Some(s)) => result.slot..result.slot + s.len(),
             _ => 0..0,
         };
-        crate::backward::backward(&self.tape, &mut self.payload, &self.lane_sets, seeds);
+        match &self.flat {
+            // Only a replay builds it, and only for the tape it unrolled.
+            Some(flat) => flat.backward(&self.tape, &mut self.payload, seeds, &mut self.work),
+            None => {
+                crate::backward::backward(&self.tape, &mut self.payload, &self.lane_sets, seeds)
+            }
+        }
     }
 
     /// Per-lane gradient with respect to input `name` after [`Vm::backward`] (zeros for an

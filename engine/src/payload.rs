@@ -90,6 +90,7 @@ impl<R: Real> Payload<R> {
     pub fn write_input(&mut self, slot: u32, input: &Input<R>) {
         let lanes = self.lanes;
         match input {
+            Input::Scalar(x) if lanes == 1 => self.primal[slot as usize] = *x,
             Input::Scalar(x) => self.lane_values_mut(slot).fill(*x),
             Input::Lanes(xs) => self.lane_values_mut(slot).copy_from_slice(&xs[..lanes]),
             Input::Matrix { rows, cols, data } => {

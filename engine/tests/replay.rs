@@ -303,3 +303,58 @@ fn replay_reuses_the_tape_across_many_steps() {
         );
     }
 }
+
+/// One lane takes the unrolled one-lane path (`replay/flat.rs`): across many replays, a guard
+/// failure mid-stream, a fresh walk down the other branch and replays of that new tape, every
+/// held replay equals a fresh walk bit for bit, and the failure is reported as the per-node
+/// loop reports it.
+#[test]
+fn one_lane_replay_follows_its_tape_through_a_flipped_branch() {
+    let program = Program::new(
+        "(let ((v (vec a (* a x) 2.0))) (if (< x 1.0) (dot v (scale x v)) (+ (exp a) (norm v))))",
+        &["a", "x"],
+    )
+    .expect("decodes");
+    let bind = |a: f32, x: f32| {
+        let mut b = Bindings::<f32>::new();
+        b.scalar("a", a).scalar("x", x);
+        b
+    };
+    let fresh = |b: &Bindings<f32>| {
+        let mut vm = Vm::<f32>::default();
+        let v = vm.eval(&program, b, true).expect("walks");
+        vm.backward(v);
+        bits_of(&vm, &program, v)
+    };
+    let mut vm = Vm::<f32>::default();
+    let v = vm.eval(&program, &bind(0.5, 0.25), true).expect("walks");
+    vm.backward(v);
+    let mut crossed = 0;
+    for (k, (a, x)) in [(0.7, 0.5), (1.3, 0.75), (2.0, 1.5), (2.5, 1.25), (0.1, 3.0)]
+        .into_iter()
+        .enumerate()
+    {
+        let b = bind(a, x);
+        match vm.replay(&program, &b) {
+            Replay::Held(r) => {
+                vm.backward(r);
+                assert_eq!(bits_of(&vm, &program, r), fresh(&b), "replay {k}");
+            }
+            Replay::Partial {
+                lanes, failures, ..
+            } => {
+                // Only x = 1.5 crosses the branch; the tape then follows the new walk.
+                assert_eq!(
+                    (k, lanes, failures),
+                    (2, vec![0], vec![(GuardKind::Compare, 1)])
+                );
+                crossed += 1;
+                let v = vm.eval(&program, &b, true).expect("walks");
+                vm.backward(v);
+                assert_eq!(bits_of(&vm, &program, v), fresh(&b), "re-walk {k}");
+            }
+            Replay::Stale(why) => panic!("replay {k}: stale ({why})"),
+        }
+    }
+    assert_eq!(crossed, 1, "x = 1.5 crosses the branch once");
+}

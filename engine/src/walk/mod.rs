@@ -88,6 +88,8 @@ pub struct Vm<R: Real> {
     /// The result of the last walk when it recorded a tape and finished: what
     /// [`Vm::replay`] recomputes.
     pub(crate) replayable: Option<Value>,
+    /// The recorded tape unrolled for one lane, built by the first replay at B = 1.
+    pub(crate) flat: Option<crate::replay::flat::Flat<R>>,
 }
 
 impl<R: Real> Default for Vm<R> {
@@ -121,6 +123,7 @@ impl<R: Real> Vm<R> {
             gather: Default::default(),
             work: Default::default(),
             replayable: None,
+            flat: None,
         }
     }
 
@@ -165,6 +168,7 @@ impl<R: Real> Vm<R> {
         self.record = record;
         self.active = ALL;
         self.replayable = None;
+        self.flat = None;
     }
 
     fn bind(&mut self, program: &Program, bindings: &Bindings<R>) -> Result<()> {

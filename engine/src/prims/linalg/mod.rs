@@ -169,6 +169,26 @@ fn has_one_lane(op: Op) -> bool {
     family(op) == Some(Family::Products) || matches!(op, Op::Cross | Op::Norm)
 }
 
+/// A one-lane (B = 1) kernel with its op and sizes resolved: forward `(node, the buffer below
+/// the result, the buffer from the result on)` or VJP `(node, primal, adjoint)`.
+pub type OneLane<R> = fn(&LinNode, &[R], &mut [R]);
+
+/// The one-lane forward and VJP kernels [`forward`] and [`vjp`] dispatch `node` to at B = 1,
+/// chosen once (for a loop that runs the same node many times), when it has them. The VJP
+/// kernel does not check the skip bits for "no operand wants an adjoint": callers skip it then.
+pub fn one_lane<R: Real>(node: &LinNode) -> Option<(OneLane<R>, OneLane<R>)> {
+    match family(node.op) {
+        Some(Family::Products) => Some(products::one_lane(node)),
+        Some(Family::Solve) => solve::one_lane(node),
+        _ => None,
+    }
+}
+
+/// Whether `node`'s VJP sends an adjoint anywhere (false when every operand is a constant leaf).
+pub fn wants_vjp(node: &LinNode) -> bool {
+    node.grad_a() || (node.operand_lens().1 > 0 && node.grad_b())
+}
+
 /// Runs `node` forward over lanes `ln`; `x` is the whole primal buffer. With `record`, also
 /// fills the extra slots its VJP reads.
 pub fn forward<R: Real>(node: &LinNode, x: &mut [R], ln: Lanes, record: bool, w: &mut Work<R>) {
@@ -187,8 +207,7 @@ pub fn forward<R: Real>(node: &LinNode, x: &mut [R], ln: Lanes, record: bool, w:
 
 /// Accumulates `node`'s VJP over lanes `ln` into the operands' adjoints.
 pub fn vjp<R: Real>(node: &LinNode, x: &[R], adj: &mut [R], ln: Lanes, w: &mut Work<R>) {
-    let binary = node.operand_lens().1 > 0;
-    if !node.grad_a() && (!binary || !node.grad_b()) {
+    if !wants_vjp(node) {
         return; // every operand is a constant leaf
     }
     let one = ln.b == 1 && has_one_lane(node.op);

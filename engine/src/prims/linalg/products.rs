@@ -4,7 +4,7 @@
 //! into the operands' adjoints (`lo`) from the result's adjoint (`hi`, slot 0 is the result).
 //! Sums run in increasing index order starting from the first term.
 
-use super::{Lanes, LinNode, add, add_mul, dots, set_mul};
+use super::{Lanes, LinNode, OneLane, add, add_mul, dots, set_mul};
 use crate::prims::scalar::Op;
 use crate::real::Real;
 
@@ -260,6 +260,76 @@ pub fn vjp_one<R: Real>(node: &LinNode, x: &[R], adj: &mut [R]) {
             }
         }
         _ => {}
+    }
+}
+
+/// The one-lane forward and VJP kernels for `node`: for `matmul`/`matvec` of the shapes
+/// [`sized!`] unrolls, the kernels with those sizes fixed; otherwise [`forward_one`] and
+/// [`vjp_one`], which dispatch on the op at every call.
+pub fn one_lane<R: Real>(node: &LinNode) -> (OneLane<R>, OneLane<R>) {
+    macro_rules! fixed {
+        ($m:literal, $k:literal, $n:literal) => {{
+            let f: OneLane<R> = |nd, src, o| {
+                let b = src.get(nd.b as usize..).unwrap_or(&[]);
+                matmul_one(&src[nd.a as usize..], b, o, $m, $k, $n)
+            };
+            let v: OneLane<R> = |nd, x, adj| {
+                let at = (nd.a as usize, nd.b as usize, nd.out as usize);
+                matmul_vjp_one(x, adj, at, (nd.grad_a(), nd.grad_b()), $m, $k, $n)
+            };
+            (f, v)
+        }};
+    }
+    macro_rules! dot {
+        ($n:literal) => {{
+            let f: OneLane<R> = |nd, src, o| o[0] = dot_one::<$n, R>(src, nd.a, nd.b);
+            let v: OneLane<R> = |nd, x, adj| dot_vjp_one::<$n, R>(nd, x, adj);
+            (f, v)
+        }};
+    }
+    let n = if node.op == Op::MatVec { 1 } else { node.n };
+    match (node.op, node.m, node.k, n) {
+        (Op::Dot, _, _, 2) => dot!(2),
+        (Op::Dot, _, _, 3) => dot!(3),
+        (Op::Dot, _, _, 4) => dot!(4),
+        (Op::MatMul | Op::MatVec, 2, 2, 2) => fixed!(2, 2, 2),
+        (Op::MatMul | Op::MatVec, 2, 2, 1) => fixed!(2, 2, 1),
+        (Op::MatMul | Op::MatVec, 3, 3, 3) => fixed!(3, 3, 3),
+        (Op::MatMul | Op::MatVec, 3, 3, 1) => fixed!(3, 3, 1),
+        (Op::MatMul | Op::MatVec, 4, 4, 4) => fixed!(4, 4, 4),
+        (Op::MatMul | Op::MatVec, 4, 4, 1) => fixed!(4, 4, 1),
+        _ => (forward_one, vjp_one),
+    }
+}
+
+/// `dot` of two `N`-vectors at slots `a` and `b` in one lane: [`forward_one`]'s sum, `N` fixed.
+#[inline(always)]
+fn dot_one<const N: usize, R: Real>(x: &[R], a: u32, b: u32) -> R {
+    let (a, b) = (
+        &x[a as usize..a as usize + N],
+        &x[b as usize..b as usize + N],
+    );
+    let mut s = a[0] * b[0];
+    for j in 1..N {
+        s = s + a[j] * b[j];
+    }
+    s
+}
+
+/// `dot`'s VJP in one lane with `N` fixed: [`vjp_one`]'s, in the same order.
+#[inline(always)]
+fn dot_vjp_one<const N: usize, R: Real>(node: &LinNode, x: &[R], adj: &mut [R]) {
+    let (a, b) = (node.a as usize, node.b as usize);
+    let g = adj[node.out as usize];
+    if node.grad_a() {
+        for j in 0..N {
+            adj[a + j] = adj[a + j] + g * x[b + j];
+        }
+    }
+    if node.grad_b() {
+        for j in 0..N {
+            adj[b + j] = adj[b + j] + g * x[a + j];
+        }
     }
 }
 

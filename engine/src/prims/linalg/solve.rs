@@ -12,7 +12,7 @@
 //! inverse; for n ≤ 3 the closed forms are cheaper to recompute from A than to store. Each lane
 //! is gathered into a small row-major buffer, solved and scattered back.
 
-use super::{Lanes, LinNode, Work, add_mul, set_mul};
+use super::{Lanes, LinNode, OneLane, Work, add_mul, set_mul};
 use crate::prims::scalar::Op;
 use crate::real::Real;
 
@@ -420,6 +420,16 @@ macro_rules! closed_sizes {
 /// [`forward`] in the same order. Returns false (nothing done) for n ≥ 4.
 pub fn forward_one<R: Real>(node: &LinNode, src: &[R], dst: &mut [R]) -> bool {
     closed_sizes!(node.n, closed_one(node, src, dst))
+}
+
+/// The one-lane forward and VJP kernels for `node` with its size fixed (n ≤ 3), or `None`.
+pub fn one_lane<R: Real>(node: &LinNode) -> Option<(OneLane<R>, OneLane<R>)> {
+    Some(match node.n {
+        1 => (closed_one::<1, 1, R>, closed_vjp_one::<1, 1, R>),
+        2 => (closed_one::<2, 4, R>, closed_vjp_one::<2, 4, R>),
+        3 => (closed_one::<3, 9, R>, closed_vjp_one::<3, 9, R>),
+        _ => return None,
+    })
 }
 
 fn closed_one<const N: usize, const N2: usize, R: Real>(node: &LinNode, src: &[R], dst: &mut [R]) {

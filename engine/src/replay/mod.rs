@@ -20,6 +20,8 @@
 //! input's kind or matrix shape, the lane count — is checked before anything runs; any change
 //! there makes the tape [`Replay::Stale`].
 
+pub(crate) mod flat;
+
 use crate::bindings::{Bindings, Input};
 use crate::lanes::{LaneSets, Layout};
 use crate::payload::Payload;
@@ -69,9 +71,9 @@ impl<R: Real> Vm<R> {
             return Replay::Stale(why);
         }
         self.payload.has_grads = false;
-        // Per lane: whether a guard failed there (allocated at the first failure).
-        let mut failed: Vec<bool> = Vec::new();
-        let mut failures: Vec<(GuardKind, u32)> = Vec::new();
+        if self.payload.lanes == 1 && self.lane_sets.is_empty() && self.flat.is_none() {
+            self.flat = flat::Flat::build(&self.tape);
+        }
         let mut run = Runner {
             tape: &self.tape,
             payload: &mut self.payload,
@@ -79,6 +81,16 @@ impl<R: Real> Vm<R> {
             gather: &mut self.gather,
             work: &mut self.work,
         };
+        // One lane runs its unrolled tape; if a guard fails there, the per-node loop below runs
+        // again and reports the failure in full.
+        if let Some(flat) = &self.flat
+            && flat.forward(&mut run)
+        {
+            return Replay::Held(result);
+        }
+        // Per lane: whether a guard failed there (allocated at the first failure).
+        let mut failed: Vec<bool> = Vec::new();
+        let mut failures: Vec<(GuardKind, u32)> = Vec::new();
         let mut done = 0;
         for g in &self.tape.guards {
             run.nodes(done, g.pos as usize);
