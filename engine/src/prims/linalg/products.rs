@@ -164,13 +164,7 @@ pub fn forward_one<R: Real>(node: &LinNode, src: &[R], o: &mut [R]) {
     let a = &src[node.a as usize..];
     let b = src.get(node.b as usize..).unwrap_or(&[]);
     match node.op {
-        Op::Dot => {
-            let mut s = a[0] * b[0];
-            for j in 1..n {
-                s = s + a[j] * b[j];
-            }
-            o[0] = s;
-        }
+        Op::Dot => o[0] = dot_one(a, b, n),
         Op::VSum => {
             let mut s = a[0];
             for &v in &a[1..n] {
@@ -213,15 +207,7 @@ pub fn vjp_one<R: Real>(node: &LinNode, x: &[R], adj: &mut [R]) {
     let (a, b, out) = (node.a as usize, node.b as usize, node.out as usize);
     let g = |adj: &[R], e: usize| adj[out + e];
     match node.op {
-        Op::Dot => {
-            let g = g(adj, 0);
-            for j in 0..n * usize::from(ga) {
-                adj[a + j] = adj[a + j] + g * x[b + j];
-            }
-            for j in 0..n * usize::from(gb) {
-                adj[b + j] = adj[b + j] + g * x[a + j];
-            }
-        }
+        Op::Dot => dot_vjp_one(x, adj, (a, b, out), (ga, gb), n),
         Op::VSum => {
             let g = g(adj, 0);
             for j in 0..n {
@@ -282,8 +268,14 @@ pub fn one_lane<R: Real>(node: &LinNode) -> (OneLane<R>, OneLane<R>) {
     }
     macro_rules! dot {
         ($n:literal) => {{
-            let f: OneLane<R> = |nd, src, o| o[0] = dot_one::<$n, R>(src, nd.a, nd.b);
-            let v: OneLane<R> = |nd, x, adj| dot_vjp_one::<$n, R>(nd, x, adj);
+            let f: OneLane<R> = |nd, src, o| {
+                let b = src.get(nd.b as usize..).unwrap_or(&[]);
+                o[0] = dot_one(&src[nd.a as usize..], b, $n)
+            };
+            let v: OneLane<R> = |nd, x, adj| {
+                let at = (nd.a as usize, nd.b as usize, nd.out as usize);
+                dot_vjp_one(x, adj, at, (nd.grad_a(), nd.grad_b()), $n)
+            };
             (f, v)
         }};
     }
@@ -302,34 +294,32 @@ pub fn one_lane<R: Real>(node: &LinNode) -> (OneLane<R>, OneLane<R>) {
     }
 }
 
-/// `dot` of two `N`-vectors at slots `a` and `b` in one lane: [`forward_one`]'s sum, `N` fixed.
+/// `a·b` over `n` elements in one lane (inlined, so a constant `n` unrolls the sum).
 #[inline(always)]
-fn dot_one<const N: usize, R: Real>(x: &[R], a: u32, b: u32) -> R {
-    let (a, b) = (
-        &x[a as usize..a as usize + N],
-        &x[b as usize..b as usize + N],
-    );
+fn dot_one<R: Real>(a: &[R], b: &[R], n: usize) -> R {
+    let (a, b) = (&a[..n], &b[..n]);
     let mut s = a[0] * b[0];
-    for j in 1..N {
+    for j in 1..n {
         s = s + a[j] * b[j];
     }
     s
 }
 
-/// `dot`'s VJP in one lane with `N` fixed: [`vjp_one`]'s, in the same order.
+/// `dot`'s VJP in one lane: ā += g·b, then b̄ += g·a, each if wanted.
 #[inline(always)]
-fn dot_vjp_one<const N: usize, R: Real>(node: &LinNode, x: &[R], adj: &mut [R]) {
-    let (a, b) = (node.a as usize, node.b as usize);
-    let g = adj[node.out as usize];
-    if node.grad_a() {
-        for j in 0..N {
-            adj[a + j] = adj[a + j] + g * x[b + j];
-        }
+fn dot_vjp_one<R: Real>(
+    x: &[R],
+    adj: &mut [R],
+    (a, b, out): (usize, usize, usize),
+    (ga, gb): (bool, bool),
+    n: usize,
+) {
+    let g = adj[out];
+    for j in 0..n * usize::from(ga) {
+        adj[a + j] = adj[a + j] + g * x[b + j];
     }
-    if node.grad_b() {
-        for j in 0..N {
-            adj[b + j] = adj[b + j] + g * x[a + j];
-        }
+    for j in 0..n * usize::from(gb) {
+        adj[b + j] = adj[b + j] + g * x[a + j];
     }
 }
 
