@@ -28,6 +28,24 @@ pub enum Input<R> {
     },
 }
 
+impl<R> Input<R> {
+    /// Whether this input is well formed for a batch of `lanes` lanes (what
+    /// [`Bindings::lane_count`] requires of it): `Some(per_lane)` if so, `None` if not.
+    pub(crate) fn fits(&self, lanes: usize) -> Option<bool> {
+        match self {
+            Input::Scalar(_) => Some(false),
+            Input::Lanes(v) => (v.len() == lanes).then_some(true),
+            Input::Matrix { rows, cols, data } => {
+                (*rows > 0 && *cols > 0 && rows * cols == data.len()).then_some(false)
+            }
+            Input::LaneMatrices { rows, cols, data } => {
+                let ok = |d: &Vec<R>| !d.is_empty() && d.len() == rows * cols;
+                (data.len() == lanes && data.iter().all(ok)).then_some(true)
+            }
+        }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq)]
 pub struct Binding<R> {
     pub name: String,
@@ -71,7 +89,10 @@ impl<R: Real> Bindings<R> {
     /// The binding of a program's input `i` named `name`: usually item `i` (programs are
     /// decoded against the bindings' own names, in order), else found by name.
     pub fn for_input(&self, i: usize, name: &str) -> Option<&Binding<R>> {
-        let same = self.items.get(i).filter(|b| b.name == name);
+        // Names are short: comparing their bytes inline beats a call to `memcmp`.
+        let same = self.items.get(i).filter(|b| {
+            b.name.len() == name.len() && b.name.bytes().zip(name.bytes()).all(|(x, y)| x == y)
+        });
         same.or_else(|| self.items.iter().find(|b| b.name == name))
     }
 

@@ -87,12 +87,24 @@ impl<R: Real> Payload<R> {
 
     /// Writes an input's values into the slots from `slot` on (one slot, or a matrix's elements
     /// row-major), in every lane.
+    #[inline(always)]
     pub fn write_input(&mut self, slot: u32, input: &Input<R>) {
+        match input {
+            // The calibration step's commonest write, kept small enough to inline.
+            Input::Scalar(x) if self.lanes == 1 => self.primal[slot as usize] = *x,
+            _ => self.write_input_lanes(slot, input),
+        }
+    }
+
+    fn write_input_lanes(&mut self, slot: u32, input: &Input<R>) {
         let lanes = self.lanes;
         match input {
-            Input::Scalar(x) if lanes == 1 => self.primal[slot as usize] = *x,
             Input::Scalar(x) => self.lane_values_mut(slot).fill(*x),
             Input::Lanes(xs) => self.lane_values_mut(slot).copy_from_slice(&xs[..lanes]),
+            Input::Matrix { rows, cols, data } if lanes == 1 => {
+                let n = (rows * cols).min(data.len());
+                self.primal[slot as usize..slot as usize + n].copy_from_slice(&data[..n]);
+            }
             Input::Matrix { rows, cols, data } => {
                 for (e, &x) in data.iter().enumerate().take(rows * cols) {
                     self.lane_values_mut(slot + e as u32).fill(x);

@@ -358,3 +358,77 @@ fn one_lane_replay_follows_its_tape_through_a_flipped_branch() {
     }
     assert_eq!(crossed, 1, "x = 1.5 crosses the branch once");
 }
+
+/// The one-lane flat program runs small elementwise tensor nodes as element runs and a number
+/// broadcast over a tensor as one broadcast run (`replay/runs.rs`). Every op, size and operand
+/// order a run covers — and the cases it must leave to the per-element steps (an operand range
+/// equal to the other, `-` broadcasts, sizes above 4, constant operands) — replays to a fresh
+/// walk's bits, result and gradients.
+#[test]
+fn one_lane_element_runs_replay_bit_for_bit() {
+    // Tensors of 2..=5 elements built from the parameters, so each element has a gradient.
+    let tensors = [
+        "(vec p q)",
+        "(vec q (* p q) p)",
+        "(mat (vec p q) (vec (* q q) p))",
+        "(vec p q (* p p) q (+ p q))",
+    ];
+    let weights = [
+        "(vec 1.5 -2.25)",
+        "(vec 0.5 3.0 -1.75)",
+        "(mat (vec 1.25 -0.5) (vec 2.0 0.75))",
+        "(vec 1.0 -1.0 2.0 0.5 3.0)",
+    ];
+    let mut sources = Vec::new();
+    for (t, w) in tensors.iter().zip(weights) {
+        let sum = if t.starts_with("(mat") {
+            "(lambda (m) (trace (matmul m (transpose m))))"
+        } else {
+            "(lambda (v) (dot v v))"
+        };
+        for body in [
+            "(+ u v)",
+            "(- u v)",
+            "(* u v)",
+            "(+ u c)",
+            "(- c u)",
+            "(* c u)",
+            "(- u c)",
+            "(* u u)",
+            "(- u u)",
+            "(scale p u)",
+            "(scale u q)",
+            "(+ p u)",
+            "(+ u q)",
+            "(- p u)",
+            "(- u q)",
+            "(* (+ u v) (scale (* p q) v))",
+            "(+ u 2.5)",
+            "(scale 3.0 u)",
+        ] {
+            sources.push(format!(
+                "(let ((u {t}) (v (scale (- q p) {t})) (c {w}) (sum {sum})) (sum {body}))"
+            ));
+        }
+    }
+    let bind = |p: f32, q: f32| {
+        let mut b = Bindings::<f32>::new();
+        b.scalar("p", p).scalar("q", q);
+        b
+    };
+    for src in &sources {
+        let program = Program::new(src, &["p", "q"]).expect("decodes");
+        for (first, next) in [
+            ((0.3, -1.7), (0.7123, -1.3377)),
+            ((2.5, 0.125), (-0.41, 1.93)),
+        ] {
+            let r = replay_matches_walk(
+                src,
+                &program,
+                &bind(first.0, first.1),
+                &bind(next.0, next.1),
+            );
+            assert!(held(&r), "{src}: the program has no branch");
+        }
+    }
+}

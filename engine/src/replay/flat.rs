@@ -18,6 +18,7 @@
 //! are data and [`Flat::forward`] / [`Flat::backward`] are two fixed loops.
 
 use super::Runner;
+use super::runs::{self, Want};
 use crate::backward::{ext_vjp, seed_one_lane};
 use crate::lanes::Layout;
 use crate::payload::Payload;
@@ -65,6 +66,21 @@ enum Step<R> {
         o: u32,
         a: u32,
         b: u32,
+    },
+    /// A 2..=4-element `+`/`-`/`*` node on consecutive slots (see [`runs`]).
+    Run {
+        k: u8,
+        o: u32,
+        a: u32,
+        b: u32,
+    },
+    /// A number broadcast by `+`/`*` over 2..=4 consecutive slots (see [`runs::broadcast`]).
+    Broadcast {
+        k: u8,
+        first: bool,
+        o: u32,
+        s: u32,
+        v: u32,
     },
     /// `x[o] = op(x[a], c)`.
     SlotConst {
@@ -122,6 +138,22 @@ enum Back<R> {
     MulAcc { o: u32, a: u32, b: u32 },
     /// `ā += ō·x[b]`, then `b̄ += ō·x[a]`: both operands of `*`.
     MulBoth { o: u32, a: u32, b: u32 },
+    /// A 2..=4-element `+`/`-`/`*` node's VJP on consecutive slots (see [`runs`]).
+    Run {
+        k: u8,
+        want: Want,
+        o: u32,
+        a: u32,
+        b: u32,
+    },
+    /// A broadcast run's VJP: [`Want::First`] the number, [`Want::Second`] the elements.
+    Broadcast {
+        k: u8,
+        want: Want,
+        o: u32,
+        s: u32,
+        v: u32,
+    },
     /// A linear-algebra node's one-lane VJP: [`Flat::linalg`]`[i]`.
     Linalg(u32),
     /// A custom primitive's VJP, by node index.
@@ -176,29 +208,67 @@ impl<R: Real> Flat<R> {
             }
         }
         let mut forward = Vec::with_capacity(tape.nodes.len() * 2 + tape.guards.len());
+        let mut guard_at = vec![false; tape.nodes.len() + 1];
+        for g in &tape.guards {
+            guard_at[(g.pos as usize).min(tape.nodes.len())] = true;
+        }
+        // The broadcast runs, by their first node.
+        let mut runs: Vec<Option<runs::Broadcast>> = vec![None; tape.nodes.len()];
         let mut guards = tape.guards.iter().enumerate().peekable();
-        for (i, n) in tape.nodes.iter().enumerate() {
+        let mut i = 0;
+        while let Some(n) = tape.nodes.get(i) {
             while let Some((g, _)) = guards.next_if(|(_, g)| g.pos as usize <= i) {
                 forward.push(Step::Guard(g as u32));
             }
+            let skip = tape.skip.get(i..).unwrap_or(&[]);
+            if let Some(r) = runs::broadcast(&tape.nodes[i..], skip, |k| guard_at[i + k]) {
+                let (k, first, o, s, v) = (runs::kind(r.op, r.n.into()), r.first, r.o, r.s, r.v);
+                forward.push(Step::Broadcast { k, first, o, s, v });
+                runs[i] = Some(r);
+                i += r.n as usize;
+                continue;
+            }
             if n.op.is_linalg() {
                 forward.push(Step::Linalg(lin[i]));
+            } else if runs::forward_fits(n) {
+                let (k, o, a, b) = (runs::kind(n.op, n.elements()), n.out, n.a, n.b);
+                forward.push(Step::Run { k, o, a, b });
             } else if super::one_lane_formula(n) {
                 forward.extend((0..n.elements()).map(|e| step(tape, n, e)));
             } else {
                 forward.push(Step::Node(i as u32));
             }
+            i += 1;
         }
         forward.extend(guards.map(|(g, _)| Step::Guard(g as u32)));
         let mut backward = Vec::with_capacity(tape.nodes.len() * 2);
-        for (i, n) in tape.nodes.iter().enumerate().rev() {
+        let mut i = tape.nodes.len();
+        while i > 0 {
+            i -= 1;
+            let n = &tape.nodes[i];
             let skip = tape.skip.get(i).copied().unwrap_or(0);
+            // A broadcast run's last node stands for the run; its other nodes are skipped.
+            let run = (i.saturating_sub(3)..=i)
+                .find_map(|j| runs[j].filter(|r| j + r.n as usize > i).map(|r| (j, r)));
+            if let Some((j, r)) = run {
+                if let Some(want) = r.want() {
+                    let (k, o, s, v) = (runs::kind(r.op, r.n.into()), r.o, r.s, r.v);
+                    backward.push(Back::Broadcast { k, want, o, s, v });
+                }
+                i = j;
+                continue;
+            }
             if n.op == Op::Ext {
                 backward.push(Back::Ext(i as u32));
             } else if n.op.is_linalg() {
                 if linalg::wants_vjp(&linalg[lin[i] as usize].node) {
                     backward.push(Back::Linalg(lin[i]));
                 }
+            } else if let Some((want, a, b)) =
+                runs::backward_fits(n, skip & SKIP_A == 0, skip & SKIP_B == 0)
+            {
+                let (k, o) = (runs::kind(n.op, n.elements()), n.out);
+                backward.push(Back::Run { k, want, o, a, b });
             } else if elementwise(n) {
                 for e in 0..n.elements() {
                     back(tape, n, e, skip, &mut backward);
@@ -236,6 +306,7 @@ impl<R: Real> Flat<R> {
     /// Runs `steps` up to the first that needs the whole evaluator (a node through the
     /// per-node code, or a guard) and returns how many it ran. The buffer is one borrowed
     /// slice for the whole stretch, so the loop keeps it in registers.
+    #[inline(always)]
     fn run(&self, steps: &[Step<R>], x: &mut [R], work: &mut Work<R>) -> usize {
         for (i, s) in steps.iter().enumerate() {
             match *s {
@@ -255,6 +326,10 @@ impl<R: Real> Flat<R> {
                 }
                 Step::Mul { o, a, b } => {
                     x[o as usize] = Op::Mul.eval2(x[a as usize], x[b as usize])
+                }
+                Step::Run { k, o, a, b } => runs::forward(k, x, (o, a, b)),
+                Step::Broadcast { k, first, o, s, v } => {
+                    runs::broadcast_forward(k, first, x, (o, s, v))
                 }
                 Step::SlotConst { op, o, a, c } => x[o as usize] = op.eval2(x[a as usize], c),
                 Step::ConstSlot { op, o, c, b } => x[o as usize] = op.eval2(c, x[b as usize]),
@@ -302,6 +377,7 @@ impl<R: Real> Flat<R> {
 
     /// Runs backward `steps` up to the first custom primitive's and returns how many it ran
     /// (one borrowed primal and adjoint slice for the stretch, as in [`Flat::run`]).
+    #[inline(always)]
     fn back(&self, steps: &[Back<R>], x: &[R], adj: &mut [R], work: &mut Work<R>) -> usize {
         let at = |s: u32| s as usize;
         for (i, s) in steps.iter().enumerate() {
@@ -331,6 +407,10 @@ impl<R: Real> Flat<R> {
                     let (_, db) = op.vjp2(c, x[at(b)], x[at(o)], adj[at(o)]);
                     adj[at(b)] = adj[at(b)] + db;
                 }
+                Back::Run { k, want, o, a, b } => runs::backward(k, want, x, adj, (o, a, b)),
+                Back::Broadcast { k, want, o, s, v } => {
+                    runs::broadcast_backward(k, want, x, adj, (o, s, v))
+                }
                 Back::Linalg(i) => match &self.linalg[i as usize] {
                     Linalg {
                         node,
@@ -349,11 +429,21 @@ impl<R: Real> Flat<R> {
 }
 
 /// A binary element's VJP on two slots: `ā += da` then `b̄ += db`, each if wanted (the op is a
-/// constant at the named steps, so each compiles to its own straight-line code).
+/// constant at the named steps, so each compiles to its own straight-line code, reading only the
+/// primal values its formula uses: none for `+` and `-`, the other operand's for `*`).
 #[inline(always)]
 fn vjp2<R: Real>(op: Op, x: &[R], adj: &mut [R], (o, a, b): (u32, u32, u32), want: (bool, bool)) {
     let (o, a, b) = (o as usize, a as usize, b as usize);
-    let (da, db) = op.vjp2(x[a], x[b], x[o], adj[o]);
+    let zero = R::zero();
+    let (da, db) = match op {
+        Op::Add | Op::Add0 | Op::Sub => op.vjp2(zero, zero, zero, adj[o]),
+        Op::Mul => {
+            let xa = if want.1 { x[a] } else { zero };
+            let xb = if want.0 { x[b] } else { zero };
+            op.vjp2(xa, xb, zero, adj[o])
+        }
+        _ => op.vjp2(x[a], x[b], x[o], adj[o]),
+    };
     if want.0 {
         adj[a] = adj[a] + da;
     }

@@ -21,6 +21,7 @@
 //! there makes the tape [`Replay::Stale`].
 
 pub(crate) mod flat;
+mod runs;
 
 use crate::bindings::{Bindings, Input};
 use crate::lanes::{LaneSets, Layout};
@@ -120,16 +121,26 @@ impl<R: Real> Vm<R> {
     /// Writes the new input values into their leaf slots, or says which structure changed.
     fn rebind(&mut self, program: &Program, bindings: &Bindings<R>) -> Result<(), &'static str> {
         let lanes = self.payload.lanes;
-        if bindings.lane_count().ok() != Some(lanes) {
-            return Err("the lane count changed");
-        }
         if program.inputs.len() != self.inputs.len() {
             return Err("another program");
         }
+        // Bindings that hold exactly the program's inputs (the usual case) are checked for the
+        // lane count one by one as they are written; any others, all at once first.
+        let exact = bindings.items.len() == program.inputs.len();
+        if !exact && bindings.lane_count().ok() != Some(lanes) {
+            return Err("the lane count changed");
+        }
+        let mut per_lane = false;
         for (i, name) in program.inputs.iter().enumerate() {
             let Some(b) = bindings.for_input(i, name) else {
                 return Err("an input is no longer bound");
             };
+            if exact {
+                match b.value.fits(lanes) {
+                    Some(p) => per_lane |= p,
+                    None => return Err("the lane count changed"),
+                }
+            }
             let v = self.inputs[i];
             // The walk folded a constant input and bound the others to slots (`Vm::bind`):
             // a constant must be unchanged, the rest keep their kind and shape.
@@ -152,6 +163,9 @@ impl<R: Real> Vm<R> {
                 return Err("an input changed kind or shape");
             }
             self.payload.write_input(v.slot, &b.value);
+        }
+        if exact && !per_lane && lanes != 1 {
+            return Err("the lane count changed");
         }
         Ok(())
     }
