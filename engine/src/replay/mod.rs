@@ -131,17 +131,21 @@ impl<R: Real> Vm<R> {
             return Err("the lane count changed");
         }
         let mut per_lane = false;
-        for (i, name) in program.inputs.iter().enumerate() {
+        for ((i, name), &v) in program.inputs.iter().enumerate().zip(&self.inputs) {
             let Some(b) = bindings.for_input(i, name) else {
                 return Err("an input is no longer bound");
             };
+            // The commonest input of a calibration step: a parameter number in one lane.
+            if let (Input::Scalar(x), true, 1) = (&b.value, b.param && v.tag == tag::NUM, lanes) {
+                self.payload.primal[v.slot as usize] = *x;
+                continue;
+            }
             if exact {
                 match b.value.fits(lanes) {
                     Some(p) => per_lane |= p,
                     None => return Err("the lane count changed"),
                 }
             }
-            let v = self.inputs[i];
             // The walk folded a constant input and bound the others to slots (`Vm::bind`):
             // a constant must be unchanged, the rest keep their kind and shape.
             let same_kind = match &b.value {
