@@ -7,10 +7,12 @@
 //! [`Flat::build`] does that work once. Every elementwise node becomes one [`Step`] per element
 //! (absolute slots, constants inlined, a constant-only element folded to its value) and one
 //! [`Back`] per element that has an adjoint to send (the skipped operands dropped,
-//! the `a == b` case resolved); a linear-algebra node becomes one step carrying its
-//! [`LinNode`], sizes and skip bits resolved; the guards sit between the steps where the
-//! tape's positions put them. Anything else (custom primitives, `exp`/`sin`/`cos`/`log` over a
-//! tensor, which take the lane kernel's vectorized path) runs through the general per-node code.
+//! the `a == b` case resolved) — except small tensor ops and number broadcasts, which become
+//! one step each ([`super::runs`]). A fixed-size `dot`/`matmul`/`matvec` becomes a step naming
+//! its kernel and slots; any other linear-algebra node one step carrying its [`LinNode`], sizes
+//! and skip bits resolved. The guards sit between the steps where the tape's positions put
+//! them. Anything else (custom primitives, `exp`/`sin`/`cos`/`log` over a tensor, which take the
+//! lane kernel's vectorized path) runs through the general per-node code.
 //!
 //! Every step calls the same formula the per-node code calls ([`Op::eval2`], [`Op::vjp2`], the
 //! one-lane linear-algebra kernels) in the same order, so a flat replay and its backward pass
@@ -22,7 +24,7 @@ use super::runs::{self, Want};
 use crate::backward::{ext_vjp, seed_one_lane};
 use crate::lanes::Layout;
 use crate::payload::Payload;
-use crate::prims::linalg::{self, Lanes, LinNode, OneLane, Work};
+use crate::prims::linalg::{self, Lanes, LinNode, OneLane, Work, products};
 use crate::prims::scalar::Op;
 use crate::real::Real;
 use crate::tape::{Form, SKIP_A, SKIP_B, Tape, TapeNode};
@@ -101,6 +103,13 @@ enum Step<R> {
         o: u32,
         v: R,
     },
+    /// A fixed-size `dot`, `matmul` or `matvec` ([`products::fixed_kind`]).
+    Product {
+        kind: u8,
+        o: u32,
+        a: u32,
+        b: u32,
+    },
     /// A linear-algebra node through its one-lane kernel: [`Flat::linalg`]`[i]`.
     Linalg(u32),
     /// Any other node, by index, through the per-node replay.
@@ -153,6 +162,14 @@ enum Back<R> {
         o: u32,
         s: u32,
         v: u32,
+    },
+    /// A fixed-size product's VJP ([`products::fixed_kind`]).
+    Product {
+        kind: u8,
+        want: Want,
+        o: u32,
+        a: u32,
+        b: u32,
     },
     /// A linear-algebra node's one-lane VJP: [`Flat::linalg`]`[i]`.
     Linalg(u32),
@@ -229,7 +246,16 @@ impl<R: Real> Flat<R> {
                 continue;
             }
             if n.op.is_linalg() {
-                forward.push(Step::Linalg(lin[i]));
+                let node = &linalg[lin[i] as usize].node;
+                forward.push(match products::fixed_kind(node) {
+                    Some(kind) => Step::Product {
+                        kind,
+                        o: node.out,
+                        a: node.a,
+                        b: node.b,
+                    },
+                    None => Step::Linalg(lin[i]),
+                });
             } else if runs::forward_fits(n) {
                 let (k, o, a, b) = (runs::kind(n.op, n.elements()), n.out, n.a, n.b);
                 forward.push(Step::Run { k, o, a, b });
@@ -261,8 +287,18 @@ impl<R: Real> Flat<R> {
             if n.op == Op::Ext {
                 backward.push(Back::Ext(i as u32));
             } else if n.op.is_linalg() {
-                if linalg::wants_vjp(&linalg[lin[i] as usize].node) {
-                    backward.push(Back::Linalg(lin[i]));
+                let node = &linalg[lin[i] as usize].node;
+                let want = Want::of(node.grad_a(), node.grad_b());
+                match (products::fixed_kind(node), want) {
+                    (Some(kind), Some(want)) => backward.push(Back::Product {
+                        kind,
+                        want,
+                        o: node.out,
+                        a: node.a,
+                        b: node.b,
+                    }),
+                    _ if linalg::wants_vjp(node) => backward.push(Back::Linalg(lin[i])),
+                    _ => {}
                 }
             } else if let Some((want, a, b)) =
                 runs::backward_fits(n, skip & SKIP_A == 0, skip & SKIP_B == 0)
@@ -334,6 +370,7 @@ impl<R: Real> Flat<R> {
                 Step::SlotConst { op, o, a, c } => x[o as usize] = op.eval2(x[a as usize], c),
                 Step::ConstSlot { op, o, c, b } => x[o as usize] = op.eval2(c, x[b as usize]),
                 Step::Set { o, v } => x[o as usize] = v,
+                Step::Product { kind, o, a, b } => products::fixed_forward(kind, x, (o, a, b)),
                 Step::Linalg(i) => match &self.linalg[i as usize] {
                     Linalg {
                         node,
@@ -411,6 +448,13 @@ impl<R: Real> Flat<R> {
                 Back::Broadcast { k, want, o, s, v } => {
                     runs::broadcast_backward(k, want, x, adj, (o, s, v))
                 }
+                Back::Product {
+                    kind,
+                    want,
+                    o,
+                    a,
+                    b,
+                } => products::fixed_vjp(kind, x, adj, (o, a, b), want.pair()),
                 Back::Linalg(i) => match &self.linalg[i as usize] {
                     Linalg {
                         node,

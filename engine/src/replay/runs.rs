@@ -32,6 +32,23 @@ pub(super) enum Want {
     Second,
 }
 
+impl Want {
+    /// Which of two operands want adjoints; `None` when neither does.
+    pub(super) fn of(a: bool, b: bool) -> Option<Want> {
+        match (a, b) {
+            (true, true) => Some(Want::Both),
+            (true, false) => Some(Want::First),
+            (false, true) => Some(Want::Second),
+            (false, false) => None,
+        }
+    }
+
+    /// Whether the first and the second operand want adjoints.
+    pub(super) fn pair(self) -> (bool, bool) {
+        (self != Want::Second, self != Want::First)
+    }
+}
+
 /// Whether `[x, x + n)` and `[y, y + n)` share no slot.
 fn disjoint(x: u32, y: u32, n: u32) -> bool {
     x + n <= y || y + n <= x
@@ -178,12 +195,7 @@ impl Broadcast {
     pub fn want(&self) -> Option<Want> {
         let (sa, sb) = (self.skip & SKIP_A == 0, self.skip & SKIP_B == 0);
         let (number, tensor) = if self.first { (sa, sb) } else { (sb, sa) };
-        match (number, tensor) {
-            (true, true) => Some(Want::Both),
-            (true, false) => Some(Want::First),
-            (false, true) => Some(Want::Second),
-            (false, false) => None,
-        }
+        Want::of(number, tensor)
     }
 }
 

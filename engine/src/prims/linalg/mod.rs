@@ -178,7 +178,7 @@ pub type OneLane<R> = fn(&LinNode, &[R], &mut [R]);
 /// kernel does not check the skip bits for "no operand wants an adjoint": callers skip it then.
 pub fn one_lane<R: Real>(node: &LinNode) -> Option<(OneLane<R>, OneLane<R>)> {
     match family(node.op) {
-        Some(Family::Products) => Some(products::one_lane(node)),
+        Some(Family::Products) => Some((products::forward_one, products::vjp_one)),
         Some(Family::Solve) => solve::one_lane(node),
         _ => None,
     }

@@ -4,7 +4,7 @@
 //! into the operands' adjoints (`lo`) from the result's adjoint (`hi`, slot 0 is the result).
 //! Sums run in increasing index order starting from the first term.
 
-use super::{Lanes, LinNode, OneLane, add, add_mul, dots, set_mul};
+use super::{Lanes, LinNode, add, add_mul, dots, set_mul};
 use crate::prims::scalar::Op;
 use crate::real::Real;
 
@@ -249,48 +249,66 @@ pub fn vjp_one<R: Real>(node: &LinNode, x: &[R], adj: &mut [R]) {
     }
 }
 
-/// The one-lane forward and VJP kernels for `node`: for `matmul`/`matvec` of the shapes
-/// [`sized!`] unrolls, the kernels with those sizes fixed; otherwise [`forward_one`] and
-/// [`vjp_one`], which dispatch on the op at every call.
-pub fn one_lane<R: Real>(node: &LinNode) -> (OneLane<R>, OneLane<R>) {
-    macro_rules! fixed {
-        ($m:literal, $k:literal, $n:literal) => {{
-            let f: OneLane<R> = |nd, src, o| {
-                let b = src.get(nd.b as usize..).unwrap_or(&[]);
-                matmul_one(&src[nd.a as usize..], b, o, $m, $k, $n)
-            };
-            let v: OneLane<R> = |nd, x, adj| {
-                let at = (nd.a as usize, nd.b as usize, nd.out as usize);
-                matmul_vjp_one(x, adj, at, (nd.grad_a(), nd.grad_b()), $m, $k, $n)
-            };
-            (f, v)
-        }};
-    }
-    macro_rules! dot {
-        ($n:literal) => {{
-            let f: OneLane<R> = |nd, src, o| {
-                let b = src.get(nd.b as usize..).unwrap_or(&[]);
-                o[0] = dot_one(&src[nd.a as usize..], b, $n)
-            };
-            let v: OneLane<R> = |nd, x, adj| {
-                let at = (nd.a as usize, nd.b as usize, nd.out as usize);
-                dot_vjp_one(x, adj, at, (nd.grad_a(), nd.grad_b()), $n)
-            };
-            (f, v)
-        }};
-    }
+/// The products with fixed sizes a one-lane loop runs as their own step kind (no kernel
+/// pointer, no [`LinNode`] to decode): `dot` of 2..=4 elements and `matmul`/`matvec` of 2×2,
+/// 3×3 and 4×4 matrices, as a kind number for [`fixed_forward`] and [`fixed_vjp`]. Other
+/// products run [`forward_one`] and [`vjp_one`], which dispatch on the op at every call.
+pub fn fixed_kind(node: &LinNode) -> Option<u8> {
     let n = if node.op == Op::MatVec { 1 } else { node.n };
-    match (node.op, node.m, node.k, n) {
-        (Op::Dot, _, _, 2) => dot!(2),
-        (Op::Dot, _, _, 3) => dot!(3),
-        (Op::Dot, _, _, 4) => dot!(4),
-        (Op::MatMul | Op::MatVec, 2, 2, 2) => fixed!(2, 2, 2),
-        (Op::MatMul | Op::MatVec, 2, 2, 1) => fixed!(2, 2, 1),
-        (Op::MatMul | Op::MatVec, 3, 3, 3) => fixed!(3, 3, 3),
-        (Op::MatMul | Op::MatVec, 3, 3, 1) => fixed!(3, 3, 1),
-        (Op::MatMul | Op::MatVec, 4, 4, 4) => fixed!(4, 4, 4),
-        (Op::MatMul | Op::MatVec, 4, 4, 1) => fixed!(4, 4, 1),
-        _ => (forward_one, vjp_one),
+    Some(match (node.op, node.m, node.k, n) {
+        (Op::Dot, _, _, 2) => 0,
+        (Op::Dot, _, _, 3) => 1,
+        (Op::Dot, _, _, 4) => 2,
+        (Op::MatMul | Op::MatVec, 2, 2, 2) => 3,
+        (Op::MatMul | Op::MatVec, 2, 2, 1) => 4,
+        (Op::MatMul | Op::MatVec, 3, 3, 3) => 5,
+        (Op::MatMul | Op::MatVec, 3, 3, 1) => 6,
+        (Op::MatMul | Op::MatVec, 4, 4, 4) => 7,
+        (Op::MatMul | Op::MatVec, 4, 4, 1) => 8,
+        _ => return None,
+    })
+}
+
+/// Runs fixed product `kind` ([`fixed_kind`]) forward in one lane: operands at `a` and `b`,
+/// result at `o` (above both).
+#[inline(always)]
+pub fn fixed_forward<R: Real>(kind: u8, x: &mut [R], (o, a, b): (u32, u32, u32)) {
+    let (src, dst) = x.split_at_mut(o as usize);
+    let a = &src[a as usize..];
+    let b = src.get(b as usize..).unwrap_or(&[]);
+    match kind {
+        0 => dst[0] = dot_one(a, b, 2),
+        1 => dst[0] = dot_one(a, b, 3),
+        2 => dst[0] = dot_one(a, b, 4),
+        3 => matmul_one(a, b, dst, 2, 2, 2),
+        4 => matmul_one(a, b, dst, 2, 2, 1),
+        5 => matmul_one(a, b, dst, 3, 3, 3),
+        6 => matmul_one(a, b, dst, 3, 3, 1),
+        7 => matmul_one(a, b, dst, 4, 4, 4),
+        _ => matmul_one(a, b, dst, 4, 4, 1),
+    }
+}
+
+/// Fixed product `kind`'s VJP in one lane, into the operands that `want` adjoints.
+#[inline(always)]
+pub fn fixed_vjp<R: Real>(
+    kind: u8,
+    x: &[R],
+    adj: &mut [R],
+    (o, a, b): (u32, u32, u32),
+    want: (bool, bool),
+) {
+    let at = (a as usize, b as usize, o as usize);
+    match kind {
+        0 => dot_vjp_one(x, adj, at, want, 2),
+        1 => dot_vjp_one(x, adj, at, want, 3),
+        2 => dot_vjp_one(x, adj, at, want, 4),
+        3 => matmul_vjp_one(x, adj, at, want, 2, 2, 2),
+        4 => matmul_vjp_one(x, adj, at, want, 2, 2, 1),
+        5 => matmul_vjp_one(x, adj, at, want, 3, 3, 3),
+        6 => matmul_vjp_one(x, adj, at, want, 3, 3, 1),
+        7 => matmul_vjp_one(x, adj, at, want, 4, 4, 4),
+        _ => matmul_vjp_one(x, adj, at, want, 4, 4, 1),
     }
 }
 
