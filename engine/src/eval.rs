@@ -3,6 +3,7 @@
 //! [`evaluate`] is the one-call entry point (what `ndvm run` uses); [`Vm::eval`] and
 //! [`Vm::backward`] are the lower-level steps for callers that reuse buffers across evaluations.
 
+use crate::backward::Pooling;
 use crate::bindings::{Bindings, Input};
 use crate::error::Result;
 use crate::program::Program;
@@ -74,10 +75,21 @@ impl<R: Real> Vm<R> {
         match &self.flat {
             // Only a replay builds it, and only for the tape it unrolled.
             Some(flat) => flat.backward(&self.tape, &mut self.payload, seeds, &mut self.work),
-            None => {
-                crate::backward::backward(&self.tape, &mut self.payload, &self.lane_sets, seeds)
-            }
+            None => crate::backward::backward(
+                &self.tape,
+                &mut self.payload,
+                &self.lane_sets,
+                seeds,
+                (&mut self.placement, self.pooling),
+            ),
         }
+    }
+
+    /// Sets when the backward pass pools adjoints (see [`crate::backward::Placement`]); the
+    /// default, [`Pooling::Auto`], pools wide batches. Every setting gives the same bits.
+    pub fn set_pooling(&mut self, pooling: Pooling) {
+        self.pooling = pooling;
+        self.placement = None;
     }
 
     /// Per-lane gradient with respect to input `name` after [`Vm::backward`] (zeros for an

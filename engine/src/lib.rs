@@ -7,7 +7,8 @@
 //! derived forms into core forms, [`syntax::decode`] resolves names and flattens everything into a
 //! post-order [`Program`]. [`Vm`] walks a program over the lanes of a [`Bindings`], running numeric
 //! kernels over lanes and recording a [`tape::Tape`] of numeric nodes; [`backward`] replays it in
-//! reverse for per-lane gradients. Every failure is a located [`Error`]; every walk is bounded by
+//! reverse for per-lane gradients, keeping intermediates' adjoints in a small pool at wide
+//! batches ([`backward::Placement`]). Every failure is a located [`Error`]; every walk is bounded by
 //! [`Limits`].
 //!
 //! ```
@@ -44,6 +45,7 @@ pub mod tape;
 pub mod value;
 pub mod walk;
 
+pub use backward::Pooling;
 pub use bindings::{Binding, Bindings, Input};
 pub use error::{Error, ErrorKind, Result, Span};
 pub use eval::{Evaluation, Output, evaluate};

@@ -195,6 +195,8 @@ impl<R: Copy> Tape<R> {
             k,
             n: d,
             skip: 0,
+            adj_a: n.a,
+            adj_b: n.b,
         }
     }
 

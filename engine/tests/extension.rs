@@ -185,6 +185,31 @@ fn a_batch_equals_its_lanes_run_alone_in_f32_and_f64() {
     check::<f64>();
 }
 
+/// A custom primitive's VJP accumulates into wherever the backward pass keeps its operands'
+/// adjoints: pooled or not, the same bits.
+#[test]
+fn pooled_adjoints_reach_custom_primitive_operands() {
+    let xs = [0.3, 2.0, 0.9, 3.5, 1.2, 0.7];
+    let program =
+        Program::with_primitives(PROGRAM, &["x", "k", "n"], &registry()).expect("decodes");
+    let bits = |pooling| {
+        let mut vm = Vm::<f64>::default();
+        vm.set_pooling(pooling);
+        let e = evaluate(&mut vm, &program, &bindings::<f64>(&xs), true).expect("runs");
+        let g: Vec<u64> = e
+            .grads
+            .iter()
+            .flat_map(|(_, g)| g.iter().map(|x| x.to_bits()))
+            .collect();
+        assert_eq!(g.len(), 2 * xs.len());
+        g
+    };
+    assert_eq!(
+        bits(ndvm_engine::Pooling::Off),
+        bits(ndvm_engine::Pooling::Always)
+    );
+}
+
 #[test]
 fn misuse_is_a_located_error() {
     let reg = registry();

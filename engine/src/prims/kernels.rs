@@ -1,6 +1,6 @@
 //! Lane kernels: the loops that apply an op's formula (from [`super::scalar`]) to every lane.
 //!
-//! [`per_op!`] expands a loop body once per op with the op as a constant, so each loop is
+//! `per_op!` expands a loop body once per op with the op as a constant, so each loop is
 //! monomorphized and the compiler vectorizes it; the scalar formula is shared with constant
 //! folding and the one-lane fast paths, which keeps every path bit-identical.
 

@@ -21,8 +21,7 @@
 
 use super::Runner;
 use super::runs::{self, Want};
-use crate::backward::{ext_vjp, seed_one_lane};
-use crate::lanes::Layout;
+use crate::backward::{ext_vjp_in_place, seed_one_lane};
 use crate::payload::Payload;
 use crate::prims::linalg::{self, Lanes, LinNode, OneLane, Work, products};
 use crate::prims::scalar::Op;
@@ -405,7 +404,7 @@ impl<R: Real> Flat<R> {
             i += self.back(&self.backward[i..], &p.primal, &mut p.adjoint, work);
             match self.backward.get(i) {
                 None => return,
-                Some(Back::Ext(n)) => ext_vjp(tape, p, &tape.nodes[*n as usize], Layout::All),
+                Some(Back::Ext(n)) => ext_vjp_in_place(tape, p, &tape.nodes[*n as usize]),
                 Some(_) => {} // `back` stops only at a custom primitive
             }
             i += 1;
@@ -463,7 +462,7 @@ impl<R: Real> Flat<R> {
                     Linalg {
                         node,
                         kernels: None,
-                    } => linalg::vjp(node, x, adj, ONE, work),
+                    } => linalg::vjp_one_lane(node, x, adj, work),
                 },
                 Back::Ext(_) => return i,
             }

@@ -90,6 +90,10 @@ pub struct Vm<R: Real> {
     pub(crate) replayable: Option<Value>,
     /// The recorded tape unrolled for one lane, built by the first replay at B = 1.
     pub(crate) flat: Option<crate::replay::flat::Flat<R>>,
+    /// Where the backward pass keeps adjoints for the recorded tape, planned by its first pass.
+    pub(crate) placement: Option<crate::backward::Placement>,
+    /// When the backward pass pools adjoints.
+    pub(crate) pooling: crate::backward::Pooling,
 }
 
 impl<R: Real> Default for Vm<R> {
@@ -124,6 +128,8 @@ impl<R: Real> Vm<R> {
             work: Default::default(),
             replayable: None,
             flat: None,
+            placement: None,
+            pooling: Default::default(),
         }
     }
 
@@ -169,6 +175,7 @@ impl<R: Real> Vm<R> {
         self.active = ALL;
         self.replayable = None;
         self.flat = None;
+        self.placement = None;
     }
 
     fn bind(&mut self, program: &Program, bindings: &Bindings<R>) -> Result<()> {

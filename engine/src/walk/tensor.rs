@@ -297,6 +297,8 @@ impl<R: Real> Vm<R> {
             k,
             n,
             skip: 0,
+            adj_a: a.slot,
+            adj_b: b.map_or(0, |v| v.slot),
         };
         self.charge(program, node, ln.work())?;
         let (len, extra) = (ln.out_len(), ln.extra_len(self.record));

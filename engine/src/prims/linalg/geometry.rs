@@ -65,6 +65,7 @@ pub fn forward<R: Real>(node: &LinNode, src: &[R], dst: &mut [R], ln: Lanes) {
 
 pub fn vjp<R: Real>(node: &LinNode, x: &[R], lo: &mut [R], hi: &[R], ln: Lanes, d: &mut Vec<R>) {
     let (a, b, n) = (node.a, node.b, node.n);
+    let (da, db) = (node.adj_a, node.adj_b);
     match node.op {
         Op::Cross => {
             let g = |j: u32| &hi[ln.at(0, j)];
@@ -79,7 +80,7 @@ pub fn vjp<R: Real>(node: &LinNode, x: &[R], lo: &mut [R], hi: &[R], ln: Lanes, 
                     b0[l] * g1[l] - b1[l] * g0[l],
                 ];
                 for (j, d) in d.into_iter().enumerate() {
-                    let o = &mut lo[ln.at(a, j as u32)][l];
+                    let o = &mut lo[ln.at(da, j as u32)][l];
                     *o = *o + d;
                 }
             }
@@ -92,7 +93,7 @@ pub fn vjp<R: Real>(node: &LinNode, x: &[R], lo: &mut [R], hi: &[R], ln: Lanes, 
                     g0[l] * a1[l] - g1[l] * a0[l],
                 ];
                 for (j, d) in d.into_iter().enumerate() {
-                    let o = &mut lo[ln.at(b, j as u32)][l];
+                    let o = &mut lo[ln.at(db, j as u32)][l];
                     *o = *o + d;
                 }
             }
@@ -100,7 +101,7 @@ pub fn vjp<R: Real>(node: &LinNode, x: &[R], lo: &mut [R], hi: &[R], ln: Lanes, 
         Op::Norm => {
             let (g, z) = (&hi[ln.at(0, 0)], &x[ln.at(node.out, 0)]);
             for j in 0..n {
-                let (aj, o) = (&x[ln.at(a, j)], &mut lo[ln.at(a, j)]);
+                let (aj, o) = (&x[ln.at(a, j)], &mut lo[ln.at(da, j)]);
                 for l in 0..ln.len() {
                     if z[l] > R::zero() {
                         o[l] = o[l] + g[l] * aj[l] / z[l];
@@ -119,7 +120,7 @@ pub fn vjp<R: Real>(node: &LinNode, x: &[R], lo: &mut [R], hi: &[R], ln: Lanes, 
             }
             for j in 0..n {
                 let (g, aj) = (&hi[ln.at(0, j)], &x[ln.at(a, j)]);
-                let o = &mut lo[ln.at(a, j)];
+                let o = &mut lo[ln.at(da, j)];
                 for l in 0..ln.len() {
                     let m = clamped(r[l]);
                     o[l] = if r[l] > R::clamp_eps() {

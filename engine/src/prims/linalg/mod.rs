@@ -44,6 +44,10 @@ pub struct LinNode {
     pub n: u32,
     /// Operands whose adjoints the VJP skips ([`crate::tape::SKIP_A`], [`crate::tape::SKIP_B`]).
     pub skip: u8,
+    /// Where the lane VJPs ([`vjp`]) accumulate the adjoints of `a` and `b`: their own slots,
+    /// unless the backward pass placed them elsewhere ([`crate::backward`]'s placement).
+    pub adj_a: u32,
+    pub adj_b: u32,
 }
 
 impl LinNode {
@@ -205,24 +209,36 @@ pub fn forward<R: Real>(node: &LinNode, x: &mut [R], ln: Lanes, record: bool, w:
     }
 }
 
-/// Accumulates `node`'s VJP over lanes `ln` into the operands' adjoints.
-pub fn vjp<R: Real>(node: &LinNode, x: &[R], adj: &mut [R], ln: Lanes, w: &mut Work<R>) {
+/// Accumulates `node`'s VJP over lanes `ln` into the operands' adjoints, which sit at
+/// `node.adj_a` and `node.adj_b` of `adj`; `g` holds the result's adjoint, laid out as a tensor
+/// at slot 0 (element `e` of lane `l` at `e * B + l`).
+pub fn vjp<R: Real>(node: &LinNode, x: &[R], adj: &mut [R], g: &[R], ln: Lanes, w: &mut Work<R>) {
     if !wants_vjp(node) {
         return; // every operand is a constant leaf
     }
-    let one = ln.b == 1 && has_one_lane(node.op);
-    // Operands are always allocated before the result: their adjoints lie below it.
+    match family(node.op) {
+        Some(Family::Products) => products::vjp(node, x, adj, g, ln),
+        Some(Family::Geometry) => geometry::vjp(node, x, adj, g, ln, &mut w.a),
+        Some(Family::Solve) => solve::vjp(node, x, adj, g, ln, w),
+        None => {}
+    }
+}
+
+/// [`vjp`] in one lane (B = 1) with every adjoint at its own slot, the result's included: the
+/// contiguous `*_one` kernels where the op has them (same arithmetic, same order).
+pub fn vjp_one_lane<R: Real>(node: &LinNode, x: &[R], adj: &mut [R], w: &mut Work<R>) {
+    if !wants_vjp(node) {
+        return;
+    }
+    let one = has_one_lane(node.op);
     match family(node.op) {
         Some(Family::Products) if one => products::vjp_one(node, x, adj),
         Some(Family::Geometry) if one => geometry::vjp_one(node, x, adj),
-        Some(Family::Solve) if ln.b == 1 && solve::vjp_one(node, x, adj) => {}
-        Some(f) => {
-            let (lo, hi) = adj.split_at_mut(node.out as usize * ln.b);
-            match f {
-                Family::Products => products::vjp(node, x, lo, hi, ln),
-                Family::Geometry => geometry::vjp(node, x, lo, hi, ln, &mut w.a),
-                Family::Solve => solve::vjp(node, x, lo, hi, ln, w),
-            }
+        Some(Family::Solve) if solve::vjp_one(node, x, adj) => {}
+        Some(_) => {
+            // Operands are always allocated before the result: their adjoints lie below it.
+            let (lo, hi) = adj.split_at_mut(node.out as usize);
+            vjp(node, x, lo, hi, Lanes { b: 1, s: 0, e: 1 }, w);
         }
         None => {}
     }

@@ -67,34 +67,35 @@ pub fn forward<R: Real>(node: &LinNode, src: &[R], dst: &mut [R], ln: Lanes) {
 
 pub fn vjp<R: Real>(node: &LinNode, x: &[R], lo: &mut [R], hi: &[R], ln: Lanes) {
     let (a, b, m, k, n) = (node.a, node.b, node.m, node.k, node.n);
+    let (da, db) = (node.adj_a, node.adj_b);
     // A constant-leaf operand gets nothing (its loops run zero times).
     let (ga, gb) = (node.grad_a(), node.grad_b());
     match node.op {
         Op::Dot => {
             let g = &hi[ln.at(0, 0)];
             for j in 0..n * u32::from(ga) {
-                add_mul(&mut lo[ln.at(a, j)], g, &x[ln.at(b, j)]);
+                add_mul(&mut lo[ln.at(da, j)], g, &x[ln.at(b, j)]);
             }
             for j in 0..n * u32::from(gb) {
-                add_mul(&mut lo[ln.at(b, j)], g, &x[ln.at(a, j)]);
+                add_mul(&mut lo[ln.at(db, j)], g, &x[ln.at(a, j)]);
             }
         }
         Op::VSum => {
             let g = &hi[ln.at(0, 0)];
             for j in 0..n {
-                add(&mut lo[ln.at(a, j)], g);
+                add(&mut lo[ln.at(da, j)], g);
             }
         }
         Op::Trace => {
             let g = &hi[ln.at(0, 0)];
             for i in 0..m.min(n) {
-                add(&mut lo[ln.at(a, i * n + i)], g);
+                add(&mut lo[ln.at(da, i * n + i)], g);
             }
         }
         Op::Transpose => {
             for i in 0..m {
                 for j in 0..n {
-                    add(&mut lo[ln.at(a, i * n + j)], &hi[ln.at(0, j * m + i)]);
+                    add(&mut lo[ln.at(da, i * n + j)], &hi[ln.at(0, j * m + i)]);
                 }
             }
         }
@@ -103,13 +104,13 @@ pub fn vjp<R: Real>(node: &LinNode, x: &[R], lo: &mut [R], hi: &[R], ln: Lanes) 
             for i in 0..m * u32::from(ga) {
                 for kk in 0..k {
                     let term = |j| (&hi[ln.at(0, i * n + j)], &x[ln.at(b, kk * n + j)]);
-                    dots(&mut lo[ln.at(a, i * k + kk)], false, n, term);
+                    dots(&mut lo[ln.at(da, i * k + kk)], false, n, term);
                 }
             }
             for kk in 0..k * u32::from(gb) {
                 for j in 0..n {
                     let term = |i| (&x[ln.at(a, i * k + kk)], &hi[ln.at(0, i * n + j)]);
-                    dots(&mut lo[ln.at(b, kk * n + j)], false, m, term);
+                    dots(&mut lo[ln.at(db, kk * n + j)], false, m, term);
                 }
             }
         }
@@ -118,23 +119,23 @@ pub fn vjp<R: Real>(node: &LinNode, x: &[R], lo: &mut [R], hi: &[R], ln: Lanes) 
             for i in 0..m * u32::from(ga) {
                 let g = &hi[ln.at(0, i)];
                 for kk in 0..k {
-                    add_mul(&mut lo[ln.at(a, i * k + kk)], g, &x[ln.at(b, kk)]);
+                    add_mul(&mut lo[ln.at(da, i * k + kk)], g, &x[ln.at(b, kk)]);
                 }
             }
             for kk in 0..k * u32::from(gb) {
                 let term = |i| (&x[ln.at(a, i * k + kk)], &hi[ln.at(0, i)]);
-                dots(&mut lo[ln.at(b, kk)], false, m, term);
+                dots(&mut lo[ln.at(db, kk)], false, m, term);
             }
         }
         Op::Outer => {
             // ā += G·b, then b̄ += Gᵀ·a.
             for i in 0..m * u32::from(ga) {
                 let term = |j| (&hi[ln.at(0, i * n + j)], &x[ln.at(b, j)]);
-                dots(&mut lo[ln.at(a, i)], false, n, term);
+                dots(&mut lo[ln.at(da, i)], false, n, term);
             }
             for j in 0..n * u32::from(gb) {
                 let term = |i| (&hi[ln.at(0, i * n + j)], &x[ln.at(a, i)]);
-                dots(&mut lo[ln.at(b, j)], false, m, term);
+                dots(&mut lo[ln.at(db, j)], false, m, term);
             }
         }
         _ => {}

@@ -322,7 +322,7 @@ pub fn vjp<R: Real>(node: &LinNode, x: &[R], lo: &mut [R], hi: &[R], ln: Lanes, 
             // Ā += g·cof A (kept by the forward)
             let g = &hi[ln.at(0, 0)];
             for e in 0..n * n {
-                add_mul(&mut lo[ln.at(node.a, e)], g, &x[ln.at(node.b, e)]);
+                add_mul(&mut lo[ln.at(node.adj_a, e)], g, &x[ln.at(node.b, e)]);
             }
         }
         Op::LogDet => {
@@ -331,7 +331,7 @@ pub fn vjp<R: Real>(node: &LinNode, x: &[R], lo: &mut [R], hi: &[R], ln: Lanes, 
             for i in 0..n {
                 for j in 0..n {
                     add_mul(
-                        &mut lo[ln.at(node.a, i * n + j)],
+                        &mut lo[ln.at(node.adj_a, i * n + j)],
                         g,
                         &x[ln.at(node.b, j * n + i)],
                     );
@@ -356,7 +356,7 @@ pub fn vjp<R: Real>(node: &LinNode, x: &[R], lo: &mut [R], hi: &[R], ln: Lanes, 
             }
             for i in 0..n {
                 for j in 0..n {
-                    let o = &mut lo[ln.at(node.a, i * n + j)];
+                    let o = &mut lo[ln.at(node.adj_a, i * n + j)];
                     for q in 0..n {
                         let (tv, zv) = (&t[(i * n + q) as usize * len..][..len], z(j * n + q));
                         for l in 0..len {
@@ -394,7 +394,7 @@ fn closed_vjp<const N: usize, const N2: usize, R: Real>(
     let len = ln.len();
     let g = &hi[ln.at(0, 0)][..len];
     let a: [&[R]; N2] = std::array::from_fn(|e| &x[ln.at(node.a, e as u32)][..len]);
-    let mut outs = element_slices::<N2, R>(lo, node.a, ln);
+    let mut outs = element_slices::<N2, R>(lo, node.adj_a, ln);
     for l in 0..len {
         let d = det_gradient::<N, N2, R>(node.op, &std::array::from_fn(|e| a[e][l]));
         for (o, d) in outs.iter_mut().zip(d) {

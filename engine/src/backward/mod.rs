@@ -17,12 +17,19 @@ use crate::real::Real;
 use crate::tape::{ExtArg, Form, Tape, TapeNode};
 use crate::tape::{SKIP_A, SKIP_B};
 
+mod place;
+
+pub use place::{POOL_BYTES, Placement, Pooling};
+
 /// Runs the backward pass, seeding the given result slots (a scalar result has one).
+/// `place` says where adjoints live; it is planned (or re-planned) here as `pooling` says when
+/// it does not fit this pass, and kept for the next pass over the same walk.
 pub fn backward<R: Real>(
     tape: &Tape<R>,
     payload: &mut Payload<R>,
     sets: &LaneSets,
     seeds: std::ops::Range<u32>,
+    (place, pooling): (&mut Option<Placement>, Pooling),
 ) {
     let lanes = payload.lanes;
     // Scratch for linear-algebra VJPs, made on first use.
@@ -32,25 +39,30 @@ pub fn backward<R: Real>(
         for (i, n) in tape.nodes.iter().enumerate().rev() {
             let skip = tape.skip.get(i).copied().unwrap_or(0);
             if n.op == Op::Ext {
-                ext_vjp(tape, payload, n, Layout::All);
+                ext_vjp_in_place(tape, payload, n);
             } else if n.op.is_linalg() {
-                linalg_vjp(
-                    tape,
-                    payload,
-                    n,
+                let node = LinNode {
                     skip,
-                    Layout::All,
-                    work.get_or_insert_with(Work::default),
-                );
+                    ..tape.linalg(n)
+                };
+                let work = work.get_or_insert_with(Work::default);
+                linalg::vjp_one_lane(&node, &payload.primal, &mut payload.adjoint, work);
             } else {
                 node_one_lane(tape, payload, n, skip);
             }
         }
         return;
     }
+    if !place
+        .as_ref()
+        .is_some_and(|p| p.fits(payload.slots(), &seeds))
+    {
+        *place = None;
+    }
+    let place =
+        &*place.get_or_insert_with(|| Placement::plan(tape, payload, seeds.clone(), pooling));
     payload.has_grads = true;
-    let need = payload.slots() * lanes;
-    let seeds = (seeds.start as usize * lanes, seeds.end as usize * lanes);
+    let need = place.buffer_slots() * lanes;
     // The buffer is zero but for what the last pass left (see `payload.rs`).
     let mut dirty = std::mem::take(&mut payload.dirty);
     for &(s, e) in &dirty {
@@ -61,40 +73,49 @@ pub fn backward<R: Real>(
     if payload.adjoint.len() < need {
         payload.adjoint.resize(need, R::zero());
     }
-    payload.adjoint[seeds.0..seeds.1].fill(R::one());
+    for s in seeds.clone() {
+        let at = place.at(s) as usize * lanes;
+        payload.adjoint[at..at + lanes].fill(R::one());
+    }
     let mut gather = Gather::default();
+    // The adjoint of the node being differentiated, taken out of the buffer (see `take`).
+    let mut g: Vec<R> = Vec::new();
     for (i, n) in tape.nodes.iter().enumerate().rev() {
         let skip = tape.skip.get(i).copied().unwrap_or(0);
         let layout = sets.layout(n.lanes);
+        take(tape, payload, place, n, &mut g);
         if n.op == Op::Select {
-            select_vjp(payload, sets, n, skip);
+            select_vjp(payload, sets, place, (n, skip), &g);
         } else if n.op == Op::Ext {
-            ext_vjp(tape, payload, n, layout);
+            ext_vjp(tape, payload, n, layout, &g, place);
         } else if n.op.is_linalg() {
-            linalg_vjp(
-                tape,
-                payload,
-                n,
-                skip,
-                layout,
-                work.get_or_insert_with(Work::default),
-            );
-        } else if layout == Layout::All {
-            // Every lane: the node's elements are one contiguous run.
-            let width = n.elements() as usize * lanes;
-            node_vjp(tape, payload, &mut gather, (n, skip), 0, width, layout);
+            let work = work.get_or_insert_with(Work::default);
+            linalg_vjp(tape, payload, place, (n, skip), layout, &g, work);
         } else {
-            for e in 0..n.elements() {
-                node_vjp(tape, payload, &mut gather, (n, skip), e, lanes, layout);
+            let mut vjp = |span| {
+                let node = (n, skip);
+                node_vjp(tape, payload, place, &mut gather, node, span, &g, layout);
+            };
+            if layout == Layout::All {
+                // Every lane: the node's elements are one contiguous run.
+                vjp((0, n.elements() as usize * lanes));
+            } else {
+                for e in 0..n.elements() {
+                    vjp((e, lanes));
+                }
             }
         }
-        clear_output(tape, payload, n);
     }
-    // Every node zeroed its output's adjoint once read; what is left non-zero are the leaves
-    // (and the seeds, when the result is one).
+    // Every node zeroed its output's adjoint when it took it; what is left non-zero are the
+    // leaves, at their own slots (and the seeds, when the result is one).
     let leaves = payload.leaves.iter();
     dirty.extend(leaves.map(|&(s, n)| (s as usize * lanes, (s + n) as usize * lanes)));
-    dirty.push(seeds);
+    dirty.extend(seeds.map(|s| {
+        (
+            place.at(s) as usize * lanes,
+            (place.at(s) as usize + 1) * lanes,
+        )
+    }));
     payload.dirty = dirty;
 }
 
@@ -110,23 +131,50 @@ pub(crate) fn seed_one_lane<R: Real>(payload: &mut Payload<R>, seeds: std::ops::
     payload.adjoint[seeds.start as usize..seeds.end as usize].fill(R::one());
 }
 
-/// Zeroes the adjoint of a node's output (every lane) once its VJP has run.
+/// Moves the adjoint of a node's output (every lane) into `g` and zeroes it in the buffer: no
+/// other node writes it afterwards, and the VJP reads it from `g` while it accumulates into the
+/// operands' adjoints, wherever the placement put them.
 #[inline]
-fn clear_output<R: Real>(tape: &Tape<R>, p: &mut Payload<R>, n: &TapeNode) {
+fn take<R: Real>(
+    tape: &Tape<R>,
+    p: &mut Payload<R>,
+    place: &Placement,
+    n: &TapeNode,
+    g: &mut Vec<R>,
+) {
     let len = if n.op.is_linalg() {
         tape.linalg(n).out_len()
-    } else if n.op == Op::Select {
+    } else if matches!(n.op, Op::Select | Op::Ext) {
         1
     } else {
         n.elements()
     };
     let b = p.lanes;
-    p.adjoint[n.out as usize * b..(n.out + len) as usize * b].fill(R::zero());
+    let at = place.at(n.out) as usize * b;
+    let out = &mut p.adjoint[at..at + len as usize * b];
+    g.clear();
+    g.extend_from_slice(out);
+    out.fill(R::zero());
+}
+
+/// [`ext_vjp`] in one lane, with the output's adjoint in place.
+pub(crate) fn ext_vjp_in_place<R: Real>(tape: &Tape<R>, p: &mut Payload<R>, n: &TapeNode) {
+    let g = [p.adjoint[n.out as usize]];
+    let place = Placement::identity(p.slots(), 0..0);
+    ext_vjp(tape, p, n, Layout::All, &g, &place);
 }
 
 /// A custom primitive's VJP over the node's lanes: operands gathered into `f64` columns, the
-/// primitive's VJP, and each differentiable operand's adjoint increased lane by lane.
-pub(crate) fn ext_vjp<R: Real>(tape: &Tape<R>, p: &mut Payload<R>, n: &TapeNode, layout: Layout) {
+/// primitive's VJP, and each differentiable operand's adjoint increased lane by lane. `g` is
+/// the output's adjoint over all B lanes.
+pub(crate) fn ext_vjp<R: Real>(
+    tape: &Tape<R>,
+    p: &mut Payload<R>,
+    n: &TapeNode,
+    layout: Layout,
+    g: &[R],
+    place: &Placement,
+) {
     let Some(call) = tape.ext.get(n.a as usize) else {
         return;
     };
@@ -149,16 +197,14 @@ pub(crate) fn ext_vjp<R: Real>(tape: &Tape<R>, p: &mut Payload<R>, n: &TapeNode,
         })
         .collect();
     let out = column(n.out);
-    let g: Vec<f64> = {
-        let adj = &p.adjoint[n.out as usize * b..(n.out as usize + 1) * b];
-        active.iter().map(|&l| adj[l].to_f64()).collect()
-    };
+    let g: Vec<f64> = active.iter().map(|&l| g[l].to_f64()).collect();
     let refs: Vec<&[f64]> = cols.iter().map(Vec::as_slice).collect();
     let mut grads = vec![vec![0.0; active.len()]; args.len()];
     prim.vjp(&refs, &out, &g, &mut grads);
     for (a, d) in args.iter().zip(&grads) {
         if let ExtArg::Slot(s) = *a {
-            let adj = &mut p.adjoint[s as usize * b..(s as usize + 1) * b];
+            let s = place.at(s) as usize;
+            let adj = &mut p.adjoint[s * b..(s + 1) * b];
             for (&l, &x) in active.iter().zip(d) {
                 adj[l] = adj[l] + R::from_f64(x);
             }
@@ -170,31 +216,37 @@ pub(crate) fn ext_vjp<R: Real>(tape: &Tape<R>, p: &mut Payload<R>, n: &TapeNode,
 fn linalg_vjp<R: Real>(
     tape: &Tape<R>,
     p: &mut Payload<R>,
-    n: &TapeNode,
-    skip: u8,
+    place: &Placement,
+    (n, skip): (&TapeNode, u8),
     layout: Layout,
+    g: &[R],
     work: &mut Work<R>,
 ) {
     let node = LinNode {
         skip,
+        adj_a: place.at(n.a),
+        adj_b: place.at(n.b),
         ..tape.linalg(n)
     };
     let b = p.lanes;
     let (x, adj) = (&p.primal, &mut p.adjoint);
     layout.for_ranges(b, |s, e| {
-        linalg::vjp(&node, x, adj, Lanes { b, s, e }, work)
+        linalg::vjp(&node, x, adj, g, Lanes { b, s, e }, work)
     });
 }
 
 /// One node's VJP over the lanes of its set, through the vectorized lane kernels: element `e` of
 /// the node's elements, `b` numbers wide (B, or every element's B lanes at once from `e = 0`).
+/// `g` is the output's adjoint (all elements, all lanes).
+#[allow(clippy::too_many_arguments)]
 fn node_vjp<R: Real>(
     tape: &Tape<R>,
     p: &mut Payload<R>,
+    place: &Placement,
     gather: &mut Gather<R>,
     (n, skip): (&TapeNode, u8),
-    e: u32,
-    b: usize,
+    (e, b): (u32, usize),
+    g: &[R],
     layout: Layout,
 ) {
     let (grad_a, grad_b) = (skip & SKIP_A == 0, skip & SKIP_B == 0);
@@ -208,18 +260,19 @@ fn node_vjp<R: Real>(
     let lanes = p.lanes;
     let at = |slot: u32| (slot + e) as usize * lanes;
     let (o, a, c) = (at(n.out), at(n.a), at(n.b));
+    // The operands' adjoints, where the placement put them.
+    let (da, dc) = (at(place.at(n.a)), at(place.at(n.b)));
     let x = &p.primal;
-    // Operands are always recorded before the node's output: their adjoints lie below it.
-    let (below, above) = p.adjoint.split_at_mut(o);
-    let zg = (&x[o..o + b], &above[..b]);
+    let adj = &mut p.adjoint;
+    let zg = (&x[o..o + b], &g[e as usize * lanes..][..b]);
     let slot = |at: usize| &x[at..at + b];
     let op = n.op;
     match form {
         Form::SlotSlot if a != c && !(grad_a && grad_b) => {
             // One side is a constant leaf: accumulate into the other only.
             let ab = (Arg::Lanes(slot(a)), Arg::Lanes(slot(c)));
-            let at = if grad_a { a } else { c };
-            let g = &mut below[at..at + b];
+            let at = if grad_a { da } else { dc };
+            let g = &mut adj[at..at + b];
             let grads = if grad_a {
                 Grads::First(g)
             } else {
@@ -229,47 +282,34 @@ fn node_vjp<R: Real>(
         }
         Form::Unary => backward1_over(
             op,
-            &mut below[a..a + b],
+            &mut adj[da..da + b],
             (slot(a), zg.0, zg.1),
             layout,
             gather,
         ),
         Form::SlotConst => {
             let ab = (Arg::Lanes(slot(a)), Arg::Const(tape.consts[n.b as usize]));
-            backward2_over(
-                op,
-                ab,
-                zg,
-                Grads::First(&mut below[a..a + b]),
-                layout,
-                gather,
-            );
+            let grads = Grads::First(&mut adj[da..da + b]);
+            backward2_over(op, ab, zg, grads, layout, gather);
         }
         Form::ConstSlot => {
             let ab = (Arg::Const(tape.consts[n.a as usize]), Arg::Lanes(slot(c)));
-            backward2_over(
-                op,
-                ab,
-                zg,
-                Grads::Second(&mut below[c..c + b]),
-                layout,
-                gather,
-            );
+            let grads = Grads::Second(&mut adj[dc..dc + b]);
+            backward2_over(op, ab, zg, grads, layout, gather);
         }
         Form::SlotSlot if a == c => {
             let ab = (Arg::Lanes(slot(a)), Arg::Lanes(slot(c)));
-            backward2_over(
-                op,
-                ab,
-                zg,
-                Grads::Same(&mut below[a..a + b]),
-                layout,
-                gather,
-            );
+            let grads = Grads::Same(&mut adj[da..da + b]);
+            backward2_over(op, ab, zg, grads, layout, gather);
         }
         Form::SlotSlot => {
-            let (lo, hi, swap) = if a < c { (a, c, false) } else { (c, a, true) };
-            let (first, second) = below.split_at_mut(hi);
+            // Distinct operands have distinct adjoints (a placement keeps live units apart).
+            let (lo, hi, swap) = if da < dc {
+                (da, dc, false)
+            } else {
+                (dc, da, true)
+            };
+            let (first, second) = adj.split_at_mut(hi);
             let (g_lo, g_hi) = (&mut first[lo..lo + b], &mut second[..b]);
             let grads = if swap {
                 Grads::Both(g_hi, g_lo)
@@ -341,20 +381,25 @@ fn node_elements_one_lane<R: Real>(tape: &Tape<R>, p: &mut Payload<R>, n: &TapeN
     }
 }
 
-/// A merge: each lane's adjoint goes to the side that lane took, and nowhere else.
-fn select_vjp<R: Real>(p: &mut Payload<R>, sets: &LaneSets, n: &TapeNode, skip: u8) {
+/// A merge: each lane's adjoint (`g`) goes to the side that lane took, and nowhere else.
+fn select_vjp<R: Real>(
+    p: &mut Payload<R>,
+    sets: &LaneSets,
+    place: &Placement,
+    (n, skip): (&TapeNode, u8),
+    g: &[R],
+) {
     let b = p.lanes;
-    let o = n.out as usize * b;
     let then_const = matches!(n.form, Form::ConstSlot | Form::ConstConst) || skip & SKIP_A != 0;
     let else_const = matches!(n.form, Form::SlotConst | Form::ConstConst) || skip & SKIP_B != 0;
     for (set, operand, constant) in [(n.lanes, n.a, then_const), (n.aux, n.b, else_const)] {
         if constant {
             continue;
         }
-        let base = operand as usize * b;
+        let base = place.at(operand) as usize * b;
         for &l in sets.get(set).unwrap_or(&[]) {
             let l = l as usize;
-            p.adjoint[base + l] = p.adjoint[base + l] + p.adjoint[o + l];
+            p.adjoint[base + l] = p.adjoint[base + l] + g[l];
         }
     }
 }
@@ -390,7 +435,7 @@ mod tests {
             aux: 0,
         });
         tape.consts.push(1.0);
-        backward(&tape, &mut p, &sets, y..y + 1);
+        backward(&tape, &mut p, &sets, y..y + 1, (&mut None, Pooling::Auto));
         // d(1/x)/dx = -1/x² in lanes 0 and 2; nothing in lanes 1 and 3 (1/0² would be inf).
         assert_eq!(p.grad(x), &[-1.0, 0.0, -0.25, 0.0]);
         // The same node over every lane reaches all four.
@@ -400,7 +445,7 @@ mod tests {
         }];
         tape.nodes.clear();
         tape.nodes.extend(all);
-        backward(&tape, &mut p, &sets, y..y + 1);
+        backward(&tape, &mut p, &sets, y..y + 1, (&mut None, Pooling::Auto));
         assert!(p.grad(x)[1].is_infinite());
     }
 }
