@@ -1,6 +1,8 @@
 //! Shared benchmark workloads: the reference scalar programs of `oracle_refs.json` and the 80-step
 //! 2-D Kalman filter (`docs/examples/kalman2d.scm`), with their bindings spread over B lanes.
 
+pub mod feynman;
+
 use ndvm_engine::prelude::*;
 
 /// A benchmark program: name, source and `(input, value)` pairs.

@@ -10,6 +10,7 @@ pub mod dataset;
 pub mod lane_group;
 pub mod optimizer;
 pub mod scene;
+pub mod search;
 
 pub use bindings_file::{BindingsFile, MatrixSpec};
 pub use candidate::{

@@ -23,6 +23,7 @@
 //! ```
 
 use crate::optimizer::{Bounds, Optimizer};
+use crate::search::{Search, Success};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -62,8 +63,16 @@ pub struct Scene {
     /// tape's guards hold (the reference behaviour: the same results, more time).
     #[serde(default)]
     pub walk_every_step: bool,
+    /// The payload precision of the evaluator: `Some(F32)` or `Some(F64)`. Default: f64 for
+    /// `ndvm fit`, f32 (the reference protocol's) for `ndvm search`. Parameters, losses and
+    /// the optimizer are f64 either way.
+    #[serde(default)]
+    pub precision: Option<Precision>,
     #[serde(default)]
     pub outputs: Outputs,
+    /// Makes this a search scene (`ndvm search`): proposers keep refilling the population.
+    #[serde(default)]
+    pub search: Option<Search>,
 }
 
 mod defaults {
@@ -75,6 +84,25 @@ mod defaults {
     }
     pub fn train() -> f64 {
         1.0
+    }
+}
+
+/// The evaluator's number type.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Precision {
+    /// Single precision: the reference systems' choice; transcendentals vectorize over lanes.
+    F32,
+    /// Double precision: for likelihoods that need it.
+    #[default]
+    F64,
+}
+
+impl Precision {
+    pub fn name(self) -> &'static str {
+        match self {
+            Precision::F32 => "f32",
+            Precision::F64 => "f64",
+        }
     }
 }
 
@@ -163,14 +191,18 @@ pub enum Data {
         #[serde(default)]
         split: Split,
     },
-    /// Data made by a program with known constants on a grid, plus seeded Gaussian noise
-    /// (`noise` relative to the output's standard deviation over the grid).
+    /// Data made by a program with known constants on a grid, plus seeded Gaussian noise:
+    /// `noise` relative to the output's standard deviation over the grid, or `noise_sd` in the
+    /// output's own units.
     Synthetic {
         program: String,
+        #[serde(default)]
         constants: BTreeMap<String, f64>,
         inputs: BTreeMap<String, Grid>,
         #[serde(default)]
         noise: f64,
+        #[serde(default)]
+        noise_sd: f64,
         #[serde(default)]
         seed: u64,
         #[serde(default)]
@@ -183,6 +215,10 @@ pub enum Data {
 pub enum Grid {
     /// `n` evenly spaced values from `start` to `end`, both included.
     Linspace(f64, f64, usize),
+    /// `n` values drawn uniformly from `[low, high)`, independently for every input (seeded by
+    /// the data's `seed` and the input's position): inputs that vary independently, so that a
+    /// law of several variables is identifiable from the data.
+    Uniform(f64, f64, usize),
     Values(Vec<f64>),
 }
 
@@ -257,7 +293,9 @@ impl Scene {
                 column: 1,
             })
         };
-        if self.candidates.is_empty() {
+        if let Some(search) = &self.search {
+            self.check_search(search).or_else(fail)?;
+        } else if self.candidates.is_empty() {
             return fail("a scene needs at least one candidate".into());
         }
         let own_data = |c: &Candidates| matches!(c, Candidates::Inline { data: Some(_), .. });
@@ -281,12 +319,68 @@ impl Scene {
         if self.parameters.restarts.count == 0 {
             return fail("`restarts.count` must be at least 1".into());
         }
+        for d in &splits {
+            if let Data::Synthetic {
+                noise, noise_sd, ..
+            } = d
+            {
+                let ok = |x: f64| x.is_finite() && x >= 0.0;
+                if !ok(*noise) || !ok(*noise_sd) || (*noise > 0.0 && *noise_sd > 0.0) {
+                    return fail(
+                        "synthetic data takes one of `noise` (relative) or `noise_sd` \
+                         (absolute), finite and ≥ 0"
+                            .into(),
+                    );
+                }
+            }
+        }
         for Data::Csv { split, .. } | Data::Synthetic { split, .. } in splits {
             if !(split.train > 0.0 && split.train <= 1.0) {
                 return fail(format!(
                     "`split.train` must be in (0, 1], got {}",
                     split.train
                 ));
+            }
+        }
+        Ok(())
+    }
+
+    /// A search scene: its own checks, and no settings that the search would silently ignore.
+    fn check_search(&self, search: &Search) -> Result<(), String> {
+        search.check()?;
+        if search.proposers.is_empty() && self.candidates.is_empty() {
+            return Err("a search needs at least one proposer (or seed candidates)".into());
+        }
+        if self.steps != defaults::steps() {
+            return Err("in a search scene, write `steps` in `search.calibration`".into());
+        }
+        if self.optimizer != Optimizer::default() {
+            return Err("in a search scene, write `optimizer` in `search.calibration`".into());
+        }
+        if self.tolerance.is_some() {
+            return Err("in a search scene, write `tolerance` in `search.calibration`".into());
+        }
+        if self.parameters.restarts != Restarts::default() {
+            return Err(
+                "in a search scene, draws are set by `search.calibration` (`draws`, `draw`), \
+                 not `parameters.restarts`"
+                    .into(),
+            );
+        }
+        if self.budget_seconds.is_some() {
+            return Err("in a search scene, write the budget in `search.budget`".into());
+        }
+        if let Success::HeldOutR2(_) = search.success {
+            let held_out = match &self.data {
+                Some(Data::Csv { split, .. } | Data::Synthetic { split, .. }) => split.train < 1.0,
+                None => false,
+            };
+            if self.loss != Loss::Mse || !held_out {
+                return Err(
+                    "`success: HeldOutR2(..)` needs `loss: Mse` and `data` with a \
+                            held-out split (`split: Split(train: 0.7)`)"
+                        .into(),
+                );
             }
         }
         Ok(())

@@ -8,8 +8,8 @@
 pub use ndvm_components::Dataset;
 use ndvm_components::scene::{Data, Grid, Split};
 use ndvm_engine::prelude::*;
-use rand::SeedableRng;
 use rand::seq::SliceRandom;
+use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, StandardNormal};
 use std::collections::BTreeMap;
@@ -45,9 +45,20 @@ pub fn load(data: &Data, base: &Path) -> Result<Dataset, DataError> {
             constants,
             inputs,
             noise,
+            noise_sd,
             seed,
             split,
-        } => synthetic(program, constants, inputs, *noise, *seed, *split),
+        } => synthetic(
+            program,
+            constants,
+            inputs,
+            Noise {
+                relative: *noise,
+                absolute: *noise_sd,
+            },
+            *seed,
+            *split,
+        ),
     }
 }
 
@@ -114,17 +125,26 @@ fn csv_columns(
     })
 }
 
+/// Gaussian noise added to synthetic data: a fraction of the output's spread, or a fixed
+/// standard deviation (a scene gives one of them).
+#[derive(Clone, Copy, Debug)]
+struct Noise {
+    relative: f64,
+    absolute: f64,
+}
+
 fn synthetic(
     src: &str,
     constants: &BTreeMap<String, f64>,
     grids: &BTreeMap<String, Grid>,
-    noise: f64,
+    noise: Noise,
     seed: u64,
     split: Split,
 ) -> Result<Dataset, DataError> {
     let inputs: BTreeMap<String, Vec<f64>> = grids
         .iter()
-        .map(|(name, g)| (name.clone(), grid(g)))
+        .enumerate()
+        .map(|(i, (name, g))| (name.clone(), grid(g, seed, i as u64)))
         .collect();
     let n = inputs.values().map(Vec::len).max().unwrap_or(0);
     if n == 0 || inputs.values().any(|v| v.len() != n) {
@@ -148,13 +168,17 @@ fn synthetic(
             "the program must return a number".into(),
         ));
     };
-    if noise > 0.0 {
+    let sd = if noise.absolute > 0.0 {
+        noise.absolute
+    } else {
         let mean = y.iter().sum::<f64>() / n as f64;
-        let sd = (y.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / n as f64).sqrt();
+        noise.relative * (y.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / n as f64).sqrt()
+    };
+    if sd > 0.0 {
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
         for v in &mut y {
             let z: f64 = StandardNormal.sample(&mut rng);
-            *v += noise * sd * z;
+            *v += sd * z;
         }
     }
     Ok(Dataset {
@@ -164,9 +188,18 @@ fn synthetic(
     })
 }
 
-fn grid(g: &Grid) -> Vec<f64> {
+/// The values of one input grid; `Uniform` draws from a generator seeded by the data seed and
+/// the input's position (a stream apart from the noise's).
+fn grid(g: &Grid, seed: u64, position: u64) -> Vec<f64> {
     match g {
         Grid::Values(v) => v.clone(),
+        Grid::Uniform(low, high, n) => {
+            let mut rng = ChaCha8Rng::seed_from_u64(seed);
+            rng.set_stream(position + 1);
+            (0..*n)
+                .map(|_| low + (high - low) * rng.random::<f64>())
+                .collect()
+        }
         Grid::Linspace(a, b, n) => match n {
             0 => Vec::new(),
             1 => vec![*a],
@@ -200,6 +233,7 @@ mod tests {
             constants: [("a".into(), 2.0), ("b".into(), -0.3)].into(),
             inputs: [("x".into(), Grid::Linspace(0.0, 3.0, 31))].into(),
             noise: 0.0,
+            noise_sd: 0.0,
             seed: 1,
             split: Split {
                 train: 0.7,

@@ -27,13 +27,14 @@
 use crate::plugin::Engine;
 use crate::population::{self, PopulationError};
 use crate::profile::{Profile, Stage};
-use crate::report::{self, FitReport};
+use crate::report::{self, CandidateResult, FitReport};
 use crate::resources::{FitSettings, Programs, StopSignal};
 use crate::stages;
 use bevy_ecs::prelude::*;
 use bevy_ecs::schedule::SingleThreadedExecutor;
 use ndvm_components::prelude::*;
-use ndvm_components::scene::Scene;
+use ndvm_components::scene::{Precision, Scene};
+use ndvm_engine::Real;
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
@@ -52,6 +53,8 @@ pub struct FitOptions {
     pub interrupted: Option<Arc<AtomicBool>>,
     /// Custom primitives and schedule hooks from plugins.
     pub engine: Engine,
+    /// The evaluator's precision (default: the scene's `precision`, else f64).
+    pub precision: Option<Precision>,
 }
 
 /// Progress after a step, for progress bars.
@@ -64,13 +67,18 @@ pub struct Progress {
     pub steps: u64,
 }
 
+/// Decoded programs kept before [`Fit::retire`] forgets them all (each is a few KiB).
+const PROGRAM_CACHE_LIMIT: usize = 4096;
+
 /// A fit in progress.
 pub struct Fit {
     world: World,
     schedule: Schedule,
-    pool: rayon::ThreadPool,
+    pool: Arc<rayon::ThreadPool>,
     total: usize,
-    max_runs: u64,
+    /// Candidates ever added, and the most steps any of them takes (bounding [`Fit::run`]).
+    admitted: usize,
+    max_steps: u64,
 }
 
 impl std::fmt::Debug for Fit {
@@ -99,6 +107,16 @@ impl Fit {
             scene.steps = steps;
         }
         let members = population::build(&scene, base)?;
+        Fit::with_members(&scene, members, options)
+    }
+
+    /// A fit of `members` under `scene`'s run settings (threads, budget, precision, replay);
+    /// more can be added with [`Fit::admit`] — a search's population that keeps being refilled.
+    pub fn with_members(
+        scene: &Scene,
+        members: Vec<population::Member>,
+        options: &FitOptions,
+    ) -> Result<Fit, FitError> {
         let threads = options.threads.or(scene.threads).unwrap_or(0);
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(threads)
@@ -120,12 +138,34 @@ impl Fit {
             interrupted: options.interrupted.clone().unwrap_or_default(),
             deadline: scene
                 .budget_seconds
-                .map(|s| Instant::now() + Duration::from_secs_f64(s.max(0.0))),
+                .map(|s| Instant::now() + Duration::from_secs_f64(s.clamp(0.0, 1e9))),
         });
-        let total = members.len();
-        let max_steps = members.iter().map(|m| m.spec.steps).max().unwrap_or(0) as u64;
+        let precision = options.precision.or(scene.precision).unwrap_or_default();
+        let mut schedule = match precision {
+            Precision::F32 => stage_schedule::<f32>(),
+            Precision::F64 => stage_schedule::<f64>(),
+        };
+        options.engine.extend(&mut schedule);
+        let mut fit = Fit {
+            world,
+            schedule,
+            pool: Arc::new(pool),
+            total: 0,
+            admitted: 0,
+            max_steps: 0,
+        };
+        fit.admit(members);
+        Ok(fit)
+    }
+
+    /// Adds candidates to the population (pending: decoded and admitted on the next step, in
+    /// population order, as the window allows). Their `index`es must be new.
+    pub fn admit(&mut self, members: Vec<population::Member>) {
         for m in members {
-            world.spawn((
+            self.max_steps = self.max_steps.max(u64::from(m.spec.steps));
+            self.admitted += 1;
+            self.total += 1;
+            self.world.spawn((
                 m.candidate,
                 m.spec,
                 m.start,
@@ -135,20 +175,36 @@ impl Fit {
                 History::default(),
             ));
         }
-        // Every run advances each active candidate by one step; a window of W candidates
-        // finishes every candidate within ceil(total / W) · (steps + 2) runs.
-        let windows = total.div_ceil(options.settings.window.max(1)) as u64;
-        Ok(Fit {
-            world,
-            schedule: {
-                let mut schedule = stage_schedule();
-                options.engine.extend(&mut schedule);
-                schedule
-            },
-            pool,
-            total,
-            max_runs: windows * (max_steps + 2) + 2,
-        })
+    }
+
+    /// Takes every finished, stopped or failed candidate out of the world (with its lane
+    /// groups) and returns its results, in population order: what a long search does after
+    /// every step so that memory stays flat. Decoded programs are forgotten once many
+    /// accumulate (a program still in use stays alive through its candidates).
+    pub fn retire(&mut self) -> Vec<CandidateResult> {
+        let mut q = self.world.query::<(Entity, &Status, &Groups)>();
+        let done: Vec<(Entity, Vec<Entity>)> = q
+            .iter(&self.world)
+            .filter(|(_, s, _)| s.is_final())
+            .map(|(e, _, g)| (e, g.0.clone()))
+            .collect();
+        let mut results = Vec::with_capacity(done.len());
+        for (entity, groups) in done {
+            if let Some(r) = report::of_entity(&self.world, entity) {
+                results.push(r);
+            }
+            for g in groups {
+                self.world.despawn(g);
+            }
+            self.world.despawn(entity);
+        }
+        self.total -= results.len();
+        results.sort_by_key(|r| r.index);
+        let mut programs = self.world.resource_mut::<Programs>();
+        if programs.cache.len() > PROGRAM_CACHE_LIMIT {
+            programs.cache = Default::default();
+        }
+        results
     }
 
     /// One fit step for every active candidate. Returns whether work remains.
@@ -161,12 +217,11 @@ impl Fit {
     /// every step, and returns the report. The whole loop runs on the fit's thread pool, so
     /// a step costs no hand-over between threads.
     pub fn run(&mut self, mut on_step: impl FnMut(Progress) + Send) -> FitReport {
-        let (world, schedule, total, max_runs) = (
-            &mut self.world,
-            &mut self.schedule,
-            self.total,
-            self.max_runs,
-        );
+        // Every run advances each active candidate by one step; a window of W candidates
+        // finishes every candidate within ceil(admitted / W) · (steps + 2) runs.
+        let window = self.world.resource::<FitSettings>().window.max(1);
+        let max_runs = self.admitted.div_ceil(window) as u64 * (self.max_steps + 2) + 2;
+        let (world, schedule, total) = (&mut self.world, &mut self.schedule, self.total);
         self.pool.install(|| {
             let mut runs = 0;
             while runs < max_runs && step(world, schedule, total) {
@@ -176,6 +231,12 @@ impl Fit {
         });
         on_step(self.progress());
         self.report()
+    }
+
+    /// The fit's worker pool: a caller that steps the fit in a loop runs the loop inside
+    /// `pool.install` so that a step costs no hand-over between threads.
+    pub fn pool(&self) -> Arc<rayon::ThreadPool> {
+        self.pool.clone()
     }
 
     pub fn progress(&mut self) -> Progress {
@@ -218,8 +279,9 @@ fn progress(world: &mut World, total: usize) -> Progress {
     }
 }
 
-/// The seven stages, one system per set, sets chained, on the single-threaded executor.
-pub fn stage_schedule() -> Schedule {
+/// The seven stages, one system per set, sets chained, on the single-threaded executor, with
+/// lane groups evaluated in precision `R`.
+pub fn stage_schedule<R: Real>() -> Schedule {
     let mut schedule = Schedule::default();
     schedule.set_executor(SingleThreadedExecutor::new());
     for pair in Stage::ALL.windows(2) {
@@ -227,11 +289,11 @@ pub fn stage_schedule() -> Schedule {
     }
     schedule.add_systems((
         stages::decode::decode.in_set(Stage::Decode),
-        stages::schedule::schedule.in_set(Stage::Schedule),
-        stages::numeric::numeric.in_set(Stage::Numeric),
-        stages::walk::walk.in_set(Stage::Walk),
+        stages::schedule::schedule::<R>.in_set(Stage::Schedule),
+        stages::numeric::numeric::<R>.in_set(Stage::Numeric),
+        stages::walk::walk::<R>.in_set(Stage::Walk),
         stages::merge_masks::merge_masks.in_set(Stage::MergeMasks),
-        stages::backward::backward.in_set(Stage::Backward),
+        stages::backward::backward::<R>.in_set(Stage::Backward),
         stages::optimize::optimize.in_set(Stage::Optimize),
     ));
     schedule

@@ -22,6 +22,7 @@ pub mod population;
 pub mod profile;
 pub mod report;
 pub mod resources;
+pub mod search;
 pub mod stages;
 
 pub use ndvm_components as components;

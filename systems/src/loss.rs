@@ -54,9 +54,23 @@ pub struct Reduced {
 /// outside the mask). Points are summed in increasing order, so the result is the same whatever
 /// the grouping of lanes.
 pub fn mse_weights(axes: LaneAxes, out: &[f64], y: &[f64], mask: &[bool]) -> (Vec<f64>, Vec<f64>) {
+    let (mut loss, mut weights) = (Vec::new(), Vec::new());
+    mse_weights_into(axes, out, (y, mask), (&mut loss, &mut weights));
+    (loss, weights)
+}
+
+/// [`mse_weights`] into reused buffers (the merge-masks stage calls it every step).
+pub fn mse_weights_into(
+    axes: LaneAxes,
+    out: &[f64],
+    (y, mask): (&[f64], &[bool]),
+    (loss, weights): (&mut Vec<f64>, &mut Vec<f64>),
+) {
     let n = mask.iter().filter(|&&m| m).count().max(1) as f64;
-    let mut loss = vec![0.0; axes.restarts];
-    let mut weights = vec![0.0; axes.lanes()];
+    loss.clear();
+    loss.resize(axes.restarts, 0.0);
+    weights.clear();
+    weights.resize(axes.lanes(), 0.0);
     for (r, l) in loss.iter_mut().enumerate() {
         let lanes = axes.lane(r, 0)..axes.lane(r, 0) + axes.points;
         let (out, weights) = (&out[lanes.clone()], &mut weights[lanes]);
@@ -69,7 +83,6 @@ pub fn mse_weights(axes: LaneAxes, out: &[f64], y: &[f64], mask: &[bool]) -> (Ve
         }
         *l /= n;
     }
-    (loss, weights)
 }
 
 /// Per-restart gradient `Σ_point weight·∂out/∂p` from per-lane weights and gradients

@@ -6,26 +6,50 @@
 //! machine remembers which candidate lanes its evaluator's lanes are (`walked`): after a split
 //! the group keeps only some of them. Arenas, payload and tape buffers stay allocated from step
 //! to step.
+//!
+//! The machine is generic over the payload precision `R` (a fit's whole world uses one: the
+//! stages are instantiated for it, [`crate::fit::stage_schedule`]); parameters, losses and
+//! gradients outside the evaluator stay `f64`.
 
 use bevy_ecs::prelude::*;
-use ndvm_engine::Vm;
 use ndvm_engine::value::Value;
+use ndvm_engine::{Real, Vm};
 
 /// A lane group's evaluator and the value its last walk returned.
-#[derive(Component, Debug, Default)]
-pub struct Machine {
-    pub vm: Vm<f64>,
+#[derive(Component, Debug)]
+pub struct Machine<R: Real> {
+    pub vm: Vm<R>,
     /// The result of this step's walk or replay, until the backward stage takes it.
     pub result: Option<Value>,
     /// The candidate lanes the evaluator's lanes stand for, in order (those of its last walk).
     pub walked: Vec<usize>,
     /// The inputs of those lanes (kept so a replay only rewrites the parameter values).
-    pub bindings: ndvm_engine::Bindings<f64>,
+    pub bindings: ndvm_engine::Bindings<R>,
 }
 
-impl Machine {
+impl<R: Real> Default for Machine<R> {
+    fn default() -> Self {
+        Machine {
+            vm: Vm::default(),
+            result: None,
+            walked: Vec::new(),
+            bindings: ndvm_engine::Bindings::new(),
+        }
+    }
+}
+
+impl<R: Real> Machine<R> {
+    /// Whether `lanes` (a subset of [`Machine::walked`], both ascending) are all the walked
+    /// lanes: then evaluator lane `i` is `lanes[i]`, and [`Machine::columns`] is `0..n`.
+    pub fn is_whole(&self, lanes: &[usize]) -> bool {
+        lanes.len() == self.walked.len()
+    }
+
     /// The evaluator lane of each of `lanes` (a subset of [`Machine::walked`], both ascending).
     pub fn columns(&self, lanes: &[usize]) -> Vec<usize> {
+        if self.is_whole(lanes) {
+            return (0..lanes.len()).collect();
+        }
         let mut cols = Vec::with_capacity(lanes.len());
         let mut c = 0;
         for &l in lanes {
@@ -35,6 +59,13 @@ impl Machine {
             cols.push(c);
         }
         cols
+    }
+
+    /// The numbers of `v` per lane, widened to f64 (`None` when `v` is not a number).
+    pub fn numbers(&self, v: Value) -> Option<Vec<f64>> {
+        self.vm
+            .numbers(v)
+            .map(|xs| xs.into_iter().map(Real::to_f64).collect())
     }
 }
 

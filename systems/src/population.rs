@@ -8,7 +8,8 @@
 use crate::data::{self, DataError};
 use ndvm_components::prelude::*;
 use ndvm_components::scene::{Candidates, Parameters, Scene, SceneInput};
-use rand::SeedableRng;
+use ndvm_components::search::Draw;
+use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, StandardNormal};
 use std::path::Path;
@@ -37,20 +38,71 @@ pub enum PopulationError {
     Data(#[from] DataError),
 }
 
+/// How every member of a population is fitted: a scene's settings, or a search's calibration
+/// protocol.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Protocol {
+    pub loss: Loss,
+    pub optimizer: Optimizer,
+    pub steps: u32,
+    pub tolerance: Option<f64>,
+    /// Whether restart 0 starts at `init` exactly (a fit's restarts) or is drawn like the others
+    /// (a search's draws).
+    pub first_at_init: bool,
+    /// How restarts are drawn around `init`: `None` for `scale·N(0, 1)` with the parameters'
+    /// `restarts.scale` (a fit), or a search's draw.
+    pub draw: Option<Draw>,
+}
+
+impl Protocol {
+    /// A fit's protocol: the scene's loss, optimizer, steps and tolerance.
+    pub fn of_scene(scene: &Scene) -> Protocol {
+        Protocol {
+            loss: scene.loss,
+            optimizer: scene.optimizer,
+            steps: scene.steps,
+            tolerance: scene.tolerance,
+            first_at_init: true,
+            draw: None,
+        }
+    }
+}
+
+/// What every candidate of a scene sees: the shared inputs and the scene's data set (loaded
+/// once, shared by reference).
+#[derive(Clone, Debug)]
+pub struct Context {
+    pub shared: Arc<SharedInputs>,
+    pub data: Option<Arc<Dataset>>,
+}
+
+impl Context {
+    /// Loads the scene's shared inputs and data (paths relative to `base`).
+    pub fn load(scene: &Scene, base: &Path) -> Result<Context, PopulationError> {
+        Ok(Context {
+            shared: Arc::new(shared_inputs(scene, base)?),
+            data: match &scene.data {
+                Some(d) => Some(Arc::new(data::load(d, base)?)),
+                None => None,
+            },
+        })
+    }
+}
+
 /// The population of `scene`; relative paths are resolved against `base` (the scene's folder).
 pub fn build(scene: &Scene, base: &Path) -> Result<Vec<Member>, PopulationError> {
-    let shared = Arc::new(shared_inputs(scene, base)?);
-    let scene_data = match &scene.data {
-        Some(d) => Some(Arc::new(data::load(d, base)?)),
-        None => None,
-    };
+    let Context {
+        shared,
+        data: scene_data,
+    } = Context::load(scene, base)?;
+    let protocol = Protocol::of_scene(scene);
     let mut members = Vec::new();
     let mut push =
         |name: String, source: String, params: &Parameters, data: Option<Arc<Dataset>>| {
             let index = members.len();
             let data = if scene.loss == Loss::Mse { data } else { None };
             members.push(member(
-                scene,
+                &protocol,
                 index,
                 name,
                 source,
@@ -127,8 +179,10 @@ struct StreamLine {
     params: Option<Vec<String>>,
 }
 
-fn member(
-    scene: &Scene,
+/// One candidate: its starting values drawn from `params` (restart `r` at
+/// `init + scale·z_r`, restart 0 at `init` when the protocol says so), clamped into bounds.
+pub fn member(
+    protocol: &Protocol,
     index: usize,
     name: String,
     source: String,
@@ -147,11 +201,15 @@ fn member(
     for r in 0..restarts {
         for (p, name) in params.names.iter().enumerate() {
             let init = params.init.get(name).copied().unwrap_or(0.0);
-            let x = if r == 0 {
+            let x = if r == 0 && protocol.first_at_init {
                 init
             } else {
-                let z: f64 = StandardNormal.sample(&mut rng);
-                init + params.restarts.scale * z
+                let z = |rng: &mut ChaCha8Rng| -> f64 { StandardNormal.sample(rng) };
+                init + match protocol.draw {
+                    None => params.restarts.scale * z(&mut rng),
+                    Some(Draw::Normal { sd }) => sd * z(&mut rng),
+                    Some(Draw::Uniform { low, high }) => low + (high - low) * rng.random::<f64>(),
+                }
             };
             start[p * restarts + r] = bounds[p].clamp(x);
         }
@@ -166,12 +224,12 @@ fn member(
             params: params.names.clone(),
             bounds,
             restarts,
-            loss: scene.loss,
+            loss: protocol.loss,
             data,
             shared,
-            optimizer: scene.optimizer,
-            steps: scene.steps,
-            tolerance: scene.tolerance,
+            optimizer: protocol.optimizer,
+            steps: protocol.steps,
+            tolerance: protocol.tolerance,
         },
         start: ParamValues(start),
     }

@@ -47,18 +47,23 @@ pub struct CandidateResult {
 pub struct RestartResult {
     pub loss: f64,
     pub params: BTreeMap<String, f64>,
+    /// This restart's R² on held-out data, where there is held-out data.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub held_out_r2: Option<f64>,
 }
+
+type Outcome<'a> = (
+    &'a Candidate,
+    &'a FitSpec,
+    &'a ParamValues,
+    &'a Status,
+    &'a History,
+    Option<&'a LaneResults>,
+);
 
 /// Reads every candidate's outcome from the world.
 pub fn collect(world: &mut World) -> FitReport {
-    let mut q = world.query::<(
-        &Candidate,
-        &FitSpec,
-        &ParamValues,
-        &Status,
-        &History,
-        Option<&LaneResults>,
-    )>();
+    let mut q = world.query::<Outcome>();
     let mut candidates: Vec<CandidateResult> = q
         .iter(world)
         .map(|(c, spec, values, status, history, results)| {
@@ -67,6 +72,19 @@ pub fn collect(world: &mut World) -> FitReport {
         .collect();
     candidates.sort_by_key(|c| c.index);
     FitReport { candidates }
+}
+
+/// The outcome of one candidate entity (`None` if it is not a candidate).
+pub fn of_entity(world: &World, entity: Entity) -> Option<CandidateResult> {
+    let e = world.get_entity(entity).ok()?;
+    Some(result(
+        e.get::<Candidate>()?,
+        e.get::<FitSpec>()?,
+        e.get::<ParamValues>()?,
+        e.get::<Status>()?,
+        e.get::<History>()?,
+        e.get::<LaneResults>(),
+    ))
 }
 
 fn result(
@@ -95,6 +113,10 @@ fn result(
     let best = (0..n)
         .min_by(|&a, &b| rank_loss(loss_of(a)).total_cmp(&rank_loss(loss_of(b))))
         .unwrap_or(0);
+    let r2 = results
+        .map(|r| held_out_r2(spec, &r.out))
+        .unwrap_or_default();
+    let r2_of = |r: usize| r2.get(r).copied();
     let (status_name, detail) = match status {
         Status::Pending => ("pending", None),
         Status::Active => ("active", None),
@@ -111,32 +133,34 @@ fn result(
         loss: loss_of(best),
         best_restart: best,
         params: params_of(best),
-        held_out_r2: results.and_then(|r| held_out_r2(spec, &r.out, best)),
+        held_out_r2: r2_of(best),
         steps: history.steps,
         restarts: (0..n)
             .map(|r| RestartResult {
                 loss: loss_of(r),
                 params: params_of(r),
+                held_out_r2: r2_of(r),
             })
             .collect(),
         losses: history.losses.clone(),
     }
 }
 
-/// R² of `restart` on the held-out points, from the last step's per-lane outputs.
-fn held_out_r2(spec: &FitSpec, out: &[f64], restart: usize) -> Option<f64> {
-    let data = spec.data.as_ref().filter(|d| d.has_held_out())?;
+/// R² of every restart on the held-out points, from the last step's per-lane outputs (empty
+/// without held-out data).
+fn held_out_r2(spec: &FitSpec, out: &[f64]) -> Vec<f64> {
+    let Some(data) = spec.data.as_ref().filter(|d| d.has_held_out()) else {
+        return Vec::new();
+    };
     let axes = LaneAxes {
         restarts: spec.restarts,
         points: data.points(),
     };
     if out.len() != axes.lanes() {
-        return None;
+        return Vec::new();
     }
     let held: Vec<bool> = data.train.iter().map(|t| !t).collect();
     loss::r_squared(axes, out, &data.target, &held)
-        .get(restart)
-        .copied()
 }
 
 /// NaN ranks last.

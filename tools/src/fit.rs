@@ -66,6 +66,7 @@ pub struct ProfileArgs {
 
 pub fn fit(args: FitArgs) -> Result<(), Failure> {
     let (scene, base) = read_scene(&args.scene)?;
+    not_a_search(&scene, &args.scene)?;
     let interrupted = interrupt_flag();
     let options = FitOptions {
         threads: args.threads,
@@ -97,18 +98,18 @@ pub fn fit(args: FitArgs) -> Result<(), Failure> {
         write(path, &report.losses_csv())?;
     }
     if args.json {
-        println!("{json}");
+        crate::output::print(&json)?;
     } else {
-        print!("{}", report.table(args.top));
         let c = timing.counters;
-        println!(
-            "\n{} candidates, {} walks, {} replays, {:.2} s on {threads} thread(s){}",
+        crate::output::print(&format!(
+            "{}\n{} candidates, {} walks, {} replays, {:.2} s on {threads} thread(s){}",
+            report.table(args.top),
             report.candidates.len(),
             c.walks,
             c.replays,
             timing.wall_s,
             results.map_or(String::new(), |p| format!("; results in {}", p.display()))
-        );
+        ))?;
     }
     if interrupted.load(Ordering::Relaxed) {
         eprintln!("interrupted: results of the candidates so far were written");
@@ -122,6 +123,7 @@ pub fn fit(args: FitArgs) -> Result<(), Failure> {
 
 pub fn profile(args: ProfileArgs) -> Result<(), Failure> {
     let (scene, base) = read_scene(&args.scene)?;
+    not_a_search(&scene, &args.scene)?;
     let _trace = match &args.trace {
         Some(path) => Some(trace_to(path)?),
         None => None,
@@ -137,12 +139,20 @@ pub fn profile(args: ProfileArgs) -> Result<(), Failure> {
     run_with_bar(&mut fit);
     let report = fit.profile().report();
     if args.json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&report).unwrap_or_default()
-        );
+        crate::output::print(&serde_json::to_string_pretty(&report).unwrap_or_default())
     } else {
-        print!("{}", report.table());
+        crate::output::print(report.table().trim_end())
+    }
+}
+
+/// A search scene is run by `ndvm search` (its results JSON carries the per-stage profile).
+fn not_a_search(scene: &Scene, path: &Path) -> Result<(), Failure> {
+    if scene.search.is_some() {
+        eprintln!(
+            "error: {}: a search scene (it has a `search:` section): run it with `ndvm search`",
+            path.display()
+        );
+        return Err(Failure::Program);
     }
     Ok(())
 }
@@ -151,7 +161,7 @@ fn rayon_threads() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
-fn read_scene(path: &Path) -> Result<(Scene, PathBuf), Failure> {
+pub(crate) fn read_scene(path: &Path) -> Result<(Scene, PathBuf), Failure> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| Failure::Usage(format!("cannot read {}: {e}", path.display())))?;
     let scene = Scene::from_ron(&text).map_err(|e| {
@@ -200,8 +210,8 @@ fn run_with_bar(fit: &mut Fit) -> FitReport {
     report
 }
 
-/// A flag Ctrl-C sets; a second Ctrl-C exits at once.
-fn interrupt_flag() -> Arc<AtomicBool> {
+/// A flag Ctrl-C (or SIGTERM, what job schedulers send) sets; a second one exits at once.
+pub(crate) fn interrupt_flag() -> Arc<AtomicBool> {
     let flag = Arc::new(AtomicBool::new(false));
     let seen = flag.clone();
     // Only one handler per process; if one is set already, the fit simply cannot be interrupted.
@@ -214,8 +224,28 @@ fn interrupt_flag() -> Arc<AtomicBool> {
 }
 
 fn write(path: &Path, text: &str) -> Result<(), Failure> {
-    std::fs::write(path, text)
-        .map_err(|e| Failure::Usage(format!("cannot write {}: {e}", path.display())))
+    write_atomically(path, text)
+}
+
+/// Writes `text` to a temporary file beside `path`, then renames it over `path`: an interrupted
+/// write never leaves a half-written file, nor destroys the previous one.
+pub(crate) fn write_atomically(path: &Path, text: &str) -> Result<(), Failure> {
+    let fail = |e: std::io::Error| Failure::Usage(format!("cannot write {}: {e}", path.display()));
+    let name = path
+        .file_name()
+        .map_or_else(|| "out".to_string(), |n| n.to_string_lossy().into_owned());
+    let tmp = path.with_file_name(format!(".{name}.{}.tmp", std::process::id()));
+    let written = (|| {
+        use std::io::Write;
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(text.as_bytes())?;
+        f.sync_all()
+    })();
+    if let Err(e) = written.and_then(|()| std::fs::rename(&tmp, path)) {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(fail(e));
+    }
+    Ok(())
 }
 
 /// Installs a Chrome-trace subscriber; the trace is flushed when the guard drops.

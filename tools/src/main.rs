@@ -9,6 +9,7 @@ mod fit;
 mod fuzz;
 mod output;
 mod run;
+mod search;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -36,6 +37,11 @@ enum Command {
     Fit(fit::FitArgs),
     /// Fit a scene and print where the time went, stage by stage (see docs/profiling.md).
     Profile(fit::ProfileArgs),
+    /// Co-search: calibrate candidates from proposers (a stream, an external process, the
+    /// built-in `Evolve`) until a budget, with a calibration log, results and the frontier
+    /// (see docs/search.md). Exit 1 on a malformed scene or when every proposer failed, 130 on
+    /// Ctrl-C.
+    Search(search::SearchArgs),
 }
 
 /// A failure of the CLI: either a program error (exit 1) or a usage error (exit 2).
@@ -54,6 +60,7 @@ fn main() -> ExitCode {
         Command::Fuzz(args) => fuzz::fuzz(args),
         Command::Fit(args) => fit::fit(args),
         Command::Profile(args) => fit::profile(args),
+        Command::Search(args) => search::search(args),
     };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,

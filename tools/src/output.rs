@@ -92,3 +92,18 @@ pub fn table<R: Real>(e: &Evaluation<R>) -> String {
         .collect::<Vec<_>>()
         .join("\n")
 }
+
+/// Prints `text` and a newline on standard output. A closed pipe (`ndvm … | head`) ends the
+/// output quietly; any other write error (a full disk) is an error, not a panic.
+pub fn print(text: &str) -> Result<(), crate::Failure> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    match writeln!(out, "{text}").and_then(|()| out.flush()) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        Err(e) => {
+            eprintln!("error: cannot write the output: {e}");
+            Err(crate::Failure::Program)
+        }
+    }
+}

@@ -10,12 +10,13 @@ use crate::machine::Machine;
 use crate::profile::{Profile, Stage, StageTimer};
 use bevy_ecs::prelude::*;
 use ndvm_components::prelude::*;
+use ndvm_engine::Real;
 use rayon::prelude::*;
 
-pub fn backward(
+pub fn backward<R: Real>(
     mut profile: ResMut<Profile>,
-    candidates: Query<(&FitSpec, &Compiled, &LaneResults, &Status)>,
-    mut groups: Query<(&LaneGroup, &mut Machine, &mut GroupOutputs)>,
+    candidates: Query<(&FitSpec, &LaneResults, &Status)>,
+    mut groups: Query<(&LaneGroup, &mut Machine<R>, &mut GroupOutputs)>,
 ) {
     let timer = StageTimer::start(Stage::Backward);
     let mut todo: Vec<_> = groups
@@ -24,12 +25,12 @@ pub fn backward(
             m.result.is_some()
                 && candidates
                     .get(g.candidate)
-                    .is_ok_and(|c| *c.3 == Status::Active)
+                    .is_ok_and(|c| *c.2 == Status::Active)
         })
         .collect();
     let candidates = &candidates;
     todo.par_iter_mut().for_each(|(group, machine, out)| {
-        let Ok((spec, compiled, results, _)) = candidates.get(group.candidate) else {
+        let Ok((spec, results, _)) = candidates.get(group.candidate) else {
             return;
         };
         let Some(result) = machine.result.take() else {
@@ -37,15 +38,25 @@ pub fn backward(
         };
         machine.vm.backward(result);
         let n = group.lanes.len();
-        let cols = machine.columns(&group.lanes);
         out.grads.clear();
         out.grads.resize(spec.params.len() * n, 0.0);
-        for (p, name) in spec.params.iter().enumerate() {
-            let g = machine.vm.input_grad(&compiled.0, name);
-            for (i, (&lane, &c)) in group.lanes.iter().zip(&cols).enumerate() {
+        let whole = machine.is_whole(&group.lanes);
+        let cols = if whole {
+            Vec::new()
+        } else {
+            machine.columns(&group.lanes)
+        };
+        // The parameters are the program's first inputs, in order (`FitSpec::input_names`).
+        for p in 0..spec.params.len() {
+            let g = machine.vm.grad(p);
+            if g.is_empty() {
+                continue;
+            }
+            let row = &mut out.grads[p * n..(p + 1) * n];
+            for (i, (&lane, o)) in group.lanes.iter().zip(row).enumerate() {
                 let w = results.weights[lane];
                 if w != 0.0 {
-                    out.grads[p * n + i] = w * g[c];
+                    *o = w * g[if whole { i } else { cols[i] }].to_f64();
                 }
             }
         }

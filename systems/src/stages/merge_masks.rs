@@ -28,20 +28,25 @@ pub fn merge_masks(
     let groups = &groups;
     todo.par_iter_mut()
         .for_each(|(spec, ids, history, status, results)| {
-            let mut out = vec![f64::NAN; spec.lanes()];
-            for &g in &ids.0 {
-                let Ok((group, o)) = groups.get(g) else {
-                    continue;
+            let outputs = ids.0.iter().filter_map(|&g| groups.get(g).ok());
+            if let Some(e) = outputs.clone().find_map(|(_, o)| o.error.as_ref()) {
+                // The last step's results stand.
+                **status = if history.steps == 0 {
+                    Status::Failed { error: e.clone() }
+                } else {
+                    Status::Stopped {
+                        reason: format!("step {}: {e}", history.steps),
+                    }
                 };
-                if let Some(e) = &o.error {
-                    **status = if history.steps == 0 {
-                        Status::Failed { error: e.clone() }
-                    } else {
-                        Status::Stopped {
-                            reason: format!("step {}: {e}", history.steps),
-                        }
-                    };
-                    return;
+                return;
+            }
+            let mut out = std::mem::take(&mut results.out);
+            out.clear();
+            out.resize(spec.lanes(), f64::NAN);
+            for (group, o) in outputs {
+                if group.lanes.len() == out.len() && o.out.len() == out.len() {
+                    out.copy_from_slice(&o.out);
+                    continue;
                 }
                 for (&lane, &y) in group.lanes.iter().zip(&o.out) {
                     out[lane] = y;
@@ -60,14 +65,21 @@ fn merge(spec: &FitSpec, out: Vec<f64>, results: &mut LaneResults) {
     };
     match &spec.data {
         Some(data) if spec.loss == Loss::Mse => {
-            let (l, w) = loss::mse_weights(axes, &out, &data.target, &data.train);
-            results.loss = l;
-            results.weights = w;
+            loss::mse_weights_into(
+                axes,
+                &out,
+                (&data.target, &data.train),
+                (&mut results.loss, &mut results.weights),
+            );
         }
         _ => {
             // The output is the loss: lane r is restart r (one point each).
-            results.loss = (0..spec.restarts).map(|r| out[axes.lane(r, 0)]).collect();
-            results.weights = vec![1.0; out.len()];
+            results.loss.clear();
+            results
+                .loss
+                .extend((0..spec.restarts).map(|r| out[axes.lane(r, 0)]));
+            results.weights.clear();
+            results.weights.resize(out.len(), 1.0);
         }
     }
     results.out = out;

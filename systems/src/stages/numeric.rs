@@ -28,15 +28,15 @@ use crate::resources::FitSettings;
 use crate::stages::walk::update_params;
 use bevy_ecs::prelude::*;
 use ndvm_components::prelude::*;
-use ndvm_engine::Replay;
 use ndvm_engine::tape::GuardKind;
 use ndvm_engine::value::Value;
+use ndvm_engine::{Real, Replay};
 use rayon::prelude::*;
 
-type Replaying<'a> = (
+type Replaying<'a, R> = (
     &'a mut LaneGroup,
     &'a mut Route,
-    &'a mut Machine,
+    &'a mut Machine<R>,
     &'a mut GroupOutputs,
 );
 
@@ -58,12 +58,12 @@ enum Outcome {
     },
 }
 
-pub fn numeric(
+pub fn numeric<R: Real>(
     mut commands: Commands,
     settings: Res<FitSettings>,
     mut profile: ResMut<Profile>,
     mut candidates: Query<(&FitSpec, &ParamValues, &Compiled, &Status, &mut Groups)>,
-    mut groups: Query<Replaying<'static>>,
+    mut groups: Query<Replaying<'static, R>>,
 ) {
     let timer = StageTimer::start(Stage::Numeric);
     let active = |g: &LaneGroup| {
@@ -119,7 +119,7 @@ pub fn numeric(
                             },
                             Route::Walk,
                             GroupOutputs::default(),
-                            Machine::default(),
+                            Machine::<R>::default(),
                         ))
                         .id();
                     if let Ok((.., mut ids)) = candidates.get_mut(candidate) {
@@ -140,9 +140,9 @@ pub fn numeric(
 }
 
 /// Replays one group's tape with its candidate's current parameters.
-fn replay_group(
+fn replay_group<R: Real>(
     group: &mut LaneGroup,
-    machine: &mut Machine,
+    machine: &mut Machine<R>,
     out: &mut GroupOutputs,
     spec: &FitSpec,
     values: &ParamValues,
@@ -205,15 +205,24 @@ fn replay_group(
 }
 
 /// The replayed outputs of the group's lanes; false when the result is not a number.
-fn finish(group: &LaneGroup, machine: &mut Machine, out: &mut GroupOutputs, v: Value) -> bool {
-    let Some(ys) = machine.vm.numbers(v) else {
+fn finish<R: Real>(
+    group: &LaneGroup,
+    machine: &mut Machine<R>,
+    out: &mut GroupOutputs,
+    v: Value,
+) -> bool {
+    let Some(ys) = machine.numbers(v) else {
         return false;
     };
-    out.out = machine
-        .columns(&group.lanes)
-        .into_iter()
-        .map(|c| ys[c])
-        .collect();
+    out.out = if machine.is_whole(&group.lanes) {
+        ys
+    } else {
+        machine
+            .columns(&group.lanes)
+            .into_iter()
+            .map(|c| ys[c])
+            .collect()
+    };
     out.error = None;
     out.replayed = true;
     out.tape_nodes = machine.vm.tape().nodes.len() as u64;

@@ -81,6 +81,23 @@ pub fn optimize(
 fn gather(spec: &FitSpec, ids: &Groups, groups: &Query<(&LaneGroup, &GroupOutputs)>) -> Vec<f64> {
     let (restarts, points, lanes) = (spec.restarts, spec.points(), spec.lanes());
     let params = spec.params.len();
+    let mut grads = vec![0.0; params * restarts];
+    let sum = |grads: &mut [f64], per_lane: &[f64], p: usize| {
+        for (r, chunk) in per_lane.chunks_exact(points).enumerate() {
+            grads[p * restarts + r] = chunk.iter().fold(0.0, |acc, &x| acc + x);
+        }
+    };
+    // One group holding every lane: its gradients are already in lane order.
+    if let [g] = ids.0[..]
+        && let Ok((group, out)) = groups.get(g)
+        && group.lanes.len() == lanes
+        && out.grads.len() == params * lanes
+    {
+        for p in 0..params {
+            sum(&mut grads, &out.grads[p * lanes..(p + 1) * lanes], p);
+        }
+        return grads;
+    }
     let mut per_lane = vec![0.0; params * lanes];
     for &g in &ids.0 {
         let Ok((group, out)) = groups.get(g) else {
@@ -93,16 +110,8 @@ fn gather(spec: &FitSpec, ids: &Groups, groups: &Query<(&LaneGroup, &GroupOutput
             }
         }
     }
-    let mut grads = vec![0.0; params * restarts];
     for p in 0..params {
-        for (r, sum) in grads[p * restarts..(p + 1) * restarts]
-            .iter_mut()
-            .enumerate()
-        {
-            for &x in &per_lane[p * lanes + r * points..p * lanes + (r + 1) * points] {
-                *sum += x;
-            }
-        }
+        sum(&mut grads, &per_lane[p * lanes..(p + 1) * lanes], p);
     }
     grads
 }

@@ -15,6 +15,7 @@ use crate::profile::{Profile, Stage, StageTimer};
 use crate::resources::{FitSettings, StopSignal};
 use bevy_ecs::prelude::*;
 use ndvm_components::prelude::*;
+use ndvm_engine::Real;
 
 type Admission<'a> = (
     Entity,
@@ -25,7 +26,7 @@ type Admission<'a> = (
     Has<Compiled>,
 );
 
-pub fn schedule(
+pub fn schedule<R: Real>(
     mut commands: Commands,
     settings: Res<FitSettings>,
     stop: Res<StopSignal>,
@@ -53,7 +54,7 @@ pub fn schedule(
                     for g in groups.0.drain(..) {
                         commands.entity(g).despawn();
                     }
-                    groups.0 = cut(&mut commands, entity, spec.lanes(), per);
+                    groups.0 = cut::<R>(&mut commands, entity, spec.lanes(), per);
                     profile.counters.groups += groups.0.len() as u64;
                 }
             }
@@ -70,7 +71,7 @@ pub fn schedule(
         .into_iter()
         .take(settings.window.saturating_sub(active))
     {
-        let ids = cut(&mut commands, entity, lanes, per);
+        let ids = cut::<R>(&mut commands, entity, lanes, per);
         profile.counters.groups += ids.len() as u64;
         profile.counters.admitted += 1;
         commands
@@ -82,7 +83,12 @@ pub fn schedule(
 }
 
 /// Cuts a candidate's `lanes` into new groups of at most `per` consecutive lanes.
-fn cut(commands: &mut Commands, candidate: Entity, lanes: usize, per: usize) -> Vec<Entity> {
+fn cut<R: Real>(
+    commands: &mut Commands,
+    candidate: Entity,
+    lanes: usize,
+    per: usize,
+) -> Vec<Entity> {
     (0..lanes)
         .step_by(per)
         .map(|first| {
@@ -91,7 +97,7 @@ fn cut(commands: &mut Commands, candidate: Entity, lanes: usize, per: usize) -> 
                 group,
                 Route::Walk,
                 GroupOutputs::default(),
-                Machine::default(),
+                Machine::<R>::default(),
             );
             commands.spawn(parts).id()
         })

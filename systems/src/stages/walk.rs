@@ -18,10 +18,10 @@ use ndvm_components::prelude::*;
 use ndvm_engine::prelude::*;
 use rayon::prelude::*;
 
-pub fn walk(
+pub fn walk<R: Real>(
     mut profile: ResMut<Profile>,
     candidates: Query<(&Candidate, &FitSpec, &ParamValues, &Compiled, &Status)>,
-    mut groups: Query<(&LaneGroup, &Route, &mut Machine, &mut GroupOutputs)>,
+    mut groups: Query<(&LaneGroup, &Route, &mut Machine<R>, &mut GroupOutputs)>,
 ) {
     let timer = StageTimer::start(Stage::Walk);
     let mut todo: Vec<_> = groups
@@ -55,13 +55,13 @@ pub fn walk(
 }
 
 /// Rewrites the parameter values of `bindings` (made by [`bind`] for `lanes`) in place.
-pub fn update_params(
-    bindings: &mut Bindings<f64>,
+pub fn update_params<R: Real>(
+    bindings: &mut Bindings<R>,
     lanes: &[usize],
     spec: &FitSpec,
     values: &ParamValues,
 ) {
-    let points = spec.points();
+    let points = spec.points().max(1);
     for (p, item) in bindings
         .items
         .iter_mut()
@@ -70,38 +70,47 @@ pub fn update_params(
     {
         let per_restart = &values.0[p * spec.restarts..(p + 1) * spec.restarts];
         if let Input::Lanes(xs) = &mut item.value {
-            for (x, l) in xs.iter_mut().zip(lanes) {
-                *x = per_restart[l / points];
+            // Lanes ascend, so each restart's lanes are one run: no division per lane.
+            let (mut x, mut end) = (R::zero(), 0);
+            for (slot, &l) in xs.iter_mut().zip(lanes) {
+                if l >= end {
+                    let r = l / points;
+                    x = R::from_f64(per_restart[r]);
+                    end = (r + 1) * points;
+                }
+                *slot = x;
             }
         }
     }
 }
 
 /// The inputs of a candidate's `lanes` (the parameters first, in order).
-pub fn bind(lanes: &[usize], spec: &FitSpec, values: &ParamValues) -> Bindings<f64> {
+pub fn bind<R: Real>(lanes: &[usize], spec: &FitSpec, values: &ParamValues) -> Bindings<R> {
     let points = spec.points();
     let mut b = Bindings::new();
     for name in &spec.params {
-        b.lanes(name, vec![0.0; lanes.len()]);
+        b.lanes(name, vec![R::zero(); lanes.len()]);
     }
     update_params(&mut b, lanes, spec, values);
     if let Some(data) = &spec.data {
         for (name, column) in &data.inputs {
-            b.lane_data(name, lanes.iter().map(|l| column[l % points]).collect());
+            let xs = lanes.iter().map(|l| R::from_f64(column[l % points]));
+            b.lane_data(name, xs.collect());
         }
     }
     for (name, x) in &spec.shared.numbers {
-        b.constant(name, *x);
+        b.constant(name, R::from_f64(*x));
     }
     for m in &spec.shared.matrices {
-        b.matrix(&m.name, m.rows, m.cols, m.data.clone());
+        let data = m.data.iter().map(|&x| R::from_f64(x)).collect();
+        b.matrix(&m.name, m.rows, m.cols, data);
     }
     b
 }
 
 /// Walks one group, leaving its result in the machine and its per-lane outputs in `out`.
-fn walk_group(
-    machine: &mut Machine,
+fn walk_group<R: Real>(
+    machine: &mut Machine<R>,
     out: &mut GroupOutputs,
     program: &Program,
     src: &str,
@@ -111,7 +120,7 @@ fn walk_group(
     out.replayed = false;
     machine.result = None;
     match machine.vm.eval(program, &machine.bindings, true) {
-        Ok(v) => match machine.vm.numbers(v) {
+        Ok(v) => match machine.numbers(v) {
             Some(xs) => {
                 out.out = xs;
                 machine.result = Some(v);

@@ -1,0 +1,254 @@
+//! The `Evolve` proposer: a seeded structural search that mutates the best candidates so far.
+//!
+//! It watches every calibration the search finishes (whoever proposed it) and keeps an *elite*:
+//! the best distinct skeletons by training loss, lightly penalized by size so that of two
+//! equally good programs the smaller wins. Each proposal is a mutation ([`super::mutate`]) of
+//! an elite parent chosen with a bias towards the best, or now and then a fresh random term;
+//! with nothing seen yet it starts from its seeds — by default `(* a x)` for every input `x`.
+//! A proposal whose skeleton was proposed before is not proposed again (the memory of seen
+//! skeletons is bounded: two generations of [`SEEN_PER_GENERATION`] keys).
+//!
+//! Everything is drawn from one seeded generator and the results it observes, so the same
+//! search proposes the same programs whatever the thread count.
+
+use super::expr::{Expr, skeleton};
+use super::mutate::{Grammar, normalize};
+use super::proposer::{Context, Notes, Proposal, Proposer, ProposerError};
+use super::record::{Record, key};
+use ndvm_components::search::Evolve as Settings;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use std::collections::{HashSet, VecDeque};
+
+/// Skeletons remembered per generation of the seen set.
+pub const SEEN_PER_GENERATION: usize = 1 << 18;
+/// Relative loss penalty per tree node in the elite's ranking.
+const PARSIMONY: f64 = 0.01;
+/// Most parameters in a proposal.
+const MAX_PARAMS: usize = 6;
+/// Tries to find an unseen mutation for one slot.
+const TRIES: usize = 40;
+
+#[derive(Debug)]
+struct Elite {
+    expr: Expr,
+    params: Vec<String>,
+    key: u64,
+    fitness: f64,
+}
+
+#[derive(Debug)]
+pub struct Evolve {
+    settings: Settings,
+    grammar: Grammar,
+    rng: ChaCha8Rng,
+    /// Parameter names it gives out (letters that are not inputs).
+    pool: Vec<String>,
+    elite: Vec<Elite>,
+    seeds: VecDeque<Expr>,
+    seen: [HashSet<u64>; 2],
+    proposed: u64,
+}
+
+impl Evolve {
+    pub fn new(settings: &Settings, context: &Context) -> Result<Evolve, String> {
+        let taken = |n: &str| context.inputs.iter().chain(&context.shared).any(|i| i == n);
+        let pool: Vec<String> = ('a'..='z')
+            .map(String::from)
+            .filter(|n| !taken(n))
+            .take(MAX_PARAMS)
+            .collect();
+        let mut seeds = VecDeque::new();
+        for s in &settings.seeds {
+            let e = Expr::parse(s, settings.max_nodes.max(64))
+                .ok_or_else(|| format!("`Evolve` seed `{s}` is not one small program"))?;
+            seeds.push_back(e);
+        }
+        if seeds.is_empty() {
+            for x in &context.inputs {
+                seeds.push_back(Expr::call("*", [Expr::sym("?"), Expr::sym(x)]));
+            }
+        }
+        if context.inputs.is_empty() && settings.seeds.is_empty() {
+            return Err("`Evolve` needs data inputs (or `seeds`) to build programs from".into());
+        }
+        Ok(Evolve {
+            grammar: Grammar {
+                inputs: context.inputs.clone(),
+                unary: settings.unary.clone(),
+                binary: settings.binary.clone(),
+                loop_steps: if settings.loops {
+                    settings.loop_steps.clone()
+                } else {
+                    Vec::new()
+                },
+            },
+            settings: settings.clone(),
+            rng: ChaCha8Rng::seed_from_u64(context.seed),
+            pool,
+            elite: Vec::new(),
+            seeds,
+            seen: [HashSet::new(), HashSet::new()],
+            proposed: 0,
+        })
+    }
+
+    fn seen(&self, k: u64) -> bool {
+        self.seen[0].contains(&k) || self.seen[1].contains(&k)
+    }
+
+    fn remember(&mut self, k: u64) {
+        if self.seen[0].len() >= SEEN_PER_GENERATION {
+            self.seen.swap(0, 1);
+            self.seen[0].clear();
+        }
+        self.seen[0].insert(k);
+    }
+
+    /// A parent from the elite, biased to the best (rank ∝ u²).
+    fn parent(&mut self) -> Option<usize> {
+        if self.elite.is_empty() {
+            return None;
+        }
+        let u: f64 = self.rng.random();
+        Some(((u * u) * self.elite.len() as f64) as usize % self.elite.len())
+    }
+
+    /// One new program (with `?` for new parameters and the parent's names for the others).
+    fn candidate(&mut self) -> (Expr, Vec<String>) {
+        if let Some(seed) = self.seeds.pop_front() {
+            let mut params = Vec::new();
+            seed.symbols(&mut params);
+            params.retain(|p| self.pool.contains(p));
+            return (seed, params);
+        }
+        let fresh = self.elite.is_empty() || self.rng.random_bool(0.1);
+        if !fresh && let (Some(p), Some(d)) = (self.parent(), self.parent()) {
+            let parent = &self.elite[p];
+            let donor = &self.elite[d];
+            let mut child =
+                self.grammar
+                    .mutate(&parent.expr, (&donor.expr, &donor.params), &mut self.rng);
+            if self.rng.random_bool(0.3)
+                && let Some(c) = &child
+            {
+                child = self
+                    .grammar
+                    .mutate(c, (&donor.expr, &donor.params), &mut self.rng)
+                    .or(child);
+            }
+            if let Some(c) = child {
+                return (c, self.elite[p].params.clone());
+            }
+        }
+        (self.grammar.term(3, &mut self.rng), Vec::new())
+    }
+
+    /// A named, size-checked, unseen proposal, or `None`.
+    fn finish(&mut self, mut e: Expr, params: &[String]) -> Option<Proposal> {
+        let params = normalize(&mut e, params, &self.pool)?;
+        if params.is_empty() || e.nodes() > self.settings.max_nodes {
+            return None;
+        }
+        let src = e.to_string();
+        let k = key(&skeleton(&src, &params).ok()?);
+        if self.seen(k) {
+            return None;
+        }
+        self.remember(k);
+        self.proposed += 1;
+        Some(Proposal {
+            src,
+            params,
+            name: format!("evolve:{}", self.proposed),
+        })
+    }
+
+    /// Adds `r` to the elite if it is among the best distinct skeletons.
+    fn consider(&mut self, r: &Record) {
+        let ok = matches!(r.status, "done" | "converged") && r.train_loss.is_finite();
+        if !ok {
+            return;
+        }
+        let nodes = r
+            .skeleton
+            .split(['(', ' '])
+            .filter(|t| !t.is_empty())
+            .count();
+        let fitness = r.train_loss * (1.0 + PARSIMONY * nodes as f64);
+        let k = key(&r.skeleton);
+        if let Some(e) = self.elite.iter_mut().find(|e| e.key == k) {
+            if fitness < e.fitness {
+                e.fitness = fitness;
+                self.elite
+                    .sort_by(|a, b| a.fitness.total_cmp(&b.fitness).then(a.key.cmp(&b.key)));
+            }
+            return;
+        }
+        let full = self.elite.len() >= self.settings.elite;
+        if full && self.elite.last().is_some_and(|w| fitness >= w.fitness) {
+            return;
+        }
+        let Some(expr) = Expr::parse(&r.src, self.settings.max_nodes) else {
+            return;
+        };
+        let names: Vec<String> = r.params.keys().cloned().collect();
+        let mut params = Vec::new();
+        expr.symbols(&mut params);
+        params.retain(|p| names.contains(p));
+        if full {
+            self.elite.pop();
+        }
+        let at = self
+            .elite
+            .partition_point(|e| (e.fitness, e.key) < (fitness, k));
+        self.elite.insert(
+            at,
+            Elite {
+                expr,
+                params,
+                key: k,
+                fitness,
+            },
+        );
+    }
+}
+
+impl Proposer for Evolve {
+    fn name(&self) -> &str {
+        "evolve"
+    }
+
+    fn propose(&mut self, n: usize, _: &mut Notes) -> Result<Vec<Proposal>, ProposerError> {
+        let mut out = Vec::with_capacity(n);
+        for _ in 0..n.max(1) {
+            for _ in 0..TRIES {
+                let (e, params) = self.candidate();
+                if let Some(p) = self.finish(e, &params) {
+                    out.push(p);
+                    break;
+                }
+            }
+        }
+        if out.is_empty() {
+            // Every try had been seen: a random term, seen or not, keeps the search going.
+            let mut e = self.grammar.term(3, &mut self.rng);
+            if let Some(params) = normalize(&mut e, &[], &self.pool) {
+                self.proposed += 1;
+                out.push(Proposal {
+                    src: e.to_string(),
+                    params,
+                    name: format!("evolve:{}", self.proposed),
+                });
+            }
+        }
+        Ok(out)
+    }
+
+    fn observe(&mut self, done: &[Record], _: &mut Notes) -> Result<(), ProposerError> {
+        for r in done {
+            self.consider(r);
+        }
+        Ok(())
+    }
+}

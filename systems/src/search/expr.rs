@@ -1,0 +1,274 @@
+//! Candidate programs as trees: skeletons for deduplication and small trees for mutation.
+//!
+//! A *skeleton* is a program's structure with its fitted parameters written `P` and its numeric
+//! literals `C` (the shared co-search format): `(* a (exp (* b x)))` with parameters `a`, `b`
+//! is `(* P (exp (* P x)))`. Two candidates with one skeleton differ only in constants, so a
+//! search counts distinct structures by skeleton. Skeletons are printed from the engine's own
+//! reader (one parser for the dialect) by an iterative walk, so any program the reader accepts —
+//! however deep — has one, at no risk to the host stack.
+//!
+//! [`Expr`] is an owned tree for the evolutionary proposer; it is only built for programs of
+//! bounded size ([`Expr::parse`]), so the recursive functions on it are safe.
+
+use ndvm_engine::syntax::reader::{self, Data, DatumId, DatumKind};
+use std::fmt;
+
+/// Deepest tree [`Expr::parse`] builds.
+const MAX_DEPTH: usize = 48;
+
+/// The skeleton of `src`, whose parameters are `params`: the program with parameters as `P`,
+/// numeric literals as `C`, one space between list items. `Err` carries the reader's message.
+pub fn skeleton(src: &str, params: &[String]) -> Result<String, String> {
+    let data = reader::read(src).map_err(|e| e.message.clone())?;
+    let mut out = String::with_capacity(src.len());
+    for (i, &top) in data.top.iter().enumerate() {
+        if i > 0 {
+            out.push(' ');
+        }
+        print_datum(&data, top, params, &mut out);
+    }
+    Ok(out)
+}
+
+/// Writes one datum's skeleton without recursion (an explicit stack of list positions).
+fn print_datum(data: &Data, root: DatumId, params: &[String], out: &mut String) {
+    // Each entry: a list's elements and the next one to print.
+    let mut stack: Vec<(&[DatumId], usize)> = Vec::new();
+    let mut next = Some(root);
+    loop {
+        if let Some(id) = next.take() {
+            match data.get(id).kind {
+                DatumKind::Num(_) => out.push('C'),
+                DatumKind::Bool(b) => out.push_str(if b { "#t" } else { "#f" }),
+                DatumKind::Sym(s) => {
+                    let name = data.symbols.name(s);
+                    if params.iter().any(|p| p == name) {
+                        out.push('P');
+                    } else {
+                        out.push_str(name);
+                    }
+                }
+                DatumKind::List { .. } => {
+                    out.push('(');
+                    stack.push((data.list(id), 0));
+                }
+            }
+        }
+        let Some((items, at)) = stack.last_mut() else {
+            return;
+        };
+        if *at < items.len() {
+            if *at > 0 {
+                out.push(' ');
+            }
+            next = Some(items[*at]);
+            *at += 1;
+        } else {
+            out.push(')');
+            stack.pop();
+        }
+    }
+}
+
+/// A small program tree.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Expr {
+    Num(f64),
+    Bool(bool),
+    Sym(String),
+    List(Vec<Expr>),
+}
+
+impl Expr {
+    pub fn sym(name: &str) -> Expr {
+        Expr::Sym(name.to_string())
+    }
+
+    /// `(head args…)`.
+    pub fn call(head: &str, args: impl IntoIterator<Item = Expr>) -> Expr {
+        let mut items = vec![Expr::sym(head)];
+        items.extend(args);
+        Expr::List(items)
+    }
+
+    /// The tree of a one-datum program with at most `max_nodes` nodes and bounded depth;
+    /// `None` for anything else (unreadable, several top-level forms, too big).
+    pub fn parse(src: &str, max_nodes: usize) -> Option<Expr> {
+        let data = reader::read(src).ok()?;
+        let [top] = data.top[..] else { return None };
+        if data.items.len() > max_nodes || depth(&data, top) > MAX_DEPTH {
+            return None;
+        }
+        Some(Expr::from_datum(&data, top))
+    }
+
+    fn from_datum(data: &Data, id: DatumId) -> Expr {
+        match data.get(id).kind {
+            DatumKind::Num(l) => Expr::Num(l.f64),
+            DatumKind::Bool(b) => Expr::Bool(b),
+            DatumKind::Sym(s) => Expr::Sym(data.symbols.name(s).to_string()),
+            DatumKind::List { .. } => Expr::List(
+                data.list(id)
+                    .iter()
+                    .map(|&k| Expr::from_datum(data, k))
+                    .collect(),
+            ),
+        }
+    }
+
+    /// Nodes in the tree (atoms and lists).
+    pub fn nodes(&self) -> usize {
+        match self {
+            Expr::List(items) => 1 + items.iter().map(Expr::nodes).sum::<usize>(),
+            _ => 1,
+        }
+    }
+
+    /// The head symbol of a list.
+    pub fn head(&self) -> Option<&str> {
+        match self {
+            Expr::List(items) => match items.first() {
+                Some(Expr::Sym(s)) => Some(s),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+
+    /// Whether `name` occurs anywhere in the tree.
+    pub fn mentions(&self, name: &str) -> bool {
+        match self {
+            Expr::Sym(s) => s == name,
+            Expr::List(items) => items.iter().any(|e| e.mentions(name)),
+            _ => false,
+        }
+    }
+
+    /// Every symbol, in order of first appearance.
+    pub fn symbols(&self, out: &mut Vec<String>) {
+        match self {
+            Expr::Sym(s) if !out.contains(s) => out.push(s.clone()),
+            Expr::List(items) => items.iter().for_each(|e| e.symbols(out)),
+            _ => {}
+        }
+    }
+
+    /// The subtree at `path` (child indices from the root).
+    pub fn at(&self, path: &[usize]) -> Option<&Expr> {
+        path.iter().try_fold(self, |e, &i| match e {
+            Expr::List(items) => items.get(i),
+            _ => None,
+        })
+    }
+
+    /// Replaces the subtree at `path` (which must exist) with `with`.
+    pub fn replace(&mut self, path: &[usize], with: Expr) {
+        let mut e = self;
+        for &i in path {
+            match e {
+                Expr::List(items) if i < items.len() => e = &mut items[i],
+                _ => return,
+            }
+        }
+        *e = with;
+    }
+
+    /// Renames symbols: `rename(old)` returns the new name, or `None` to keep it.
+    pub fn rename(&mut self, rename: &mut impl FnMut(&str) -> Option<String>) {
+        match self {
+            Expr::Sym(s) => {
+                if let Some(n) = rename(s) {
+                    *s = n;
+                }
+            }
+            Expr::List(items) => items.iter_mut().for_each(|e| e.rename(rename)),
+            _ => {}
+        }
+    }
+}
+
+/// Depth of a datum, without recursion.
+fn depth(data: &Data, root: DatumId) -> usize {
+    let mut deepest = 0;
+    let mut stack = vec![(root, 1usize)];
+    while let Some((id, d)) = stack.pop() {
+        deepest = deepest.max(d);
+        for &k in data.list(id) {
+            stack.push((k, d + 1));
+        }
+    }
+    deepest
+}
+
+impl fmt::Display for Expr {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Expr::Num(x) => {
+                if x.fract() == 0.0 && x.abs() < 1e15 {
+                    write!(f, "{}", *x as i64)
+                } else {
+                    write!(f, "{x:?}")
+                }
+            }
+            Expr::Bool(b) => f.write_str(if *b { "#t" } else { "#f" }),
+            Expr::Sym(s) => f.write_str(s),
+            Expr::List(items) => {
+                f.write_str("(")?;
+                for (i, e) in items.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str(" ")?;
+                    }
+                    write!(f, "{e}")?;
+                }
+                f.write_str(")")
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(xs: &[&str]) -> Vec<String> {
+        xs.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn skeletons_mask_parameters_and_literals() {
+        let s = skeleton(
+            "(+ c (* a (exp (- 0.0 (* b x)))))",
+            &names(&["a", "b", "c"]),
+        );
+        assert_eq!(s.as_deref(), Ok("(+ P (* P (exp (- C (* P x)))))"));
+        let s = skeleton("(if (< x 1) #t  ;comment\n a)", &names(&["a"]));
+        assert_eq!(s.as_deref(), Ok("(if (< x C) #t P)"));
+        assert!(skeleton("(+ 1", &[]).is_err());
+    }
+
+    #[test]
+    fn a_deeply_nested_program_has_a_skeleton_and_no_tree() {
+        let src = format!("{}x{}", "(- ".repeat(5000), ")".repeat(5000));
+        let s = skeleton(&src, &[]).expect("skeleton");
+        assert_eq!(s.len(), 5000 * 4 + 1);
+        assert_eq!(Expr::parse(&src, usize::MAX), None);
+    }
+
+    #[test]
+    fn trees_print_back_to_their_source() {
+        let src = "(loop ((s (* c x)) (k 0)) (if (= k 10) s (recur (+ (* a s) 0.5) (+ k 1))))";
+        let e = Expr::parse(src, 100).expect("tree");
+        assert_eq!(e.to_string(), src);
+        assert_eq!(e.nodes(), 32);
+        assert_eq!(Expr::parse(src, 20), None);
+        assert_eq!(e.at(&[2, 1, 2]), Some(&Expr::Num(10.0)));
+        let mut syms = Vec::new();
+        e.symbols(&mut syms);
+        assert_eq!(
+            syms,
+            names(&[
+                "loop", "s", "*", "c", "x", "k", "if", "=", "recur", "+", "a"
+            ])
+        );
+    }
+}

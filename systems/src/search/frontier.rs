@@ -1,0 +1,199 @@
+//! The frontier: how the best result and the successes grew with time — as a CSV and a plot.
+//!
+//! A point is recorded whenever the best held-out R² (or training loss) improves or a new
+//! successful skeleton appears, and at least every [`PERIOD_S`] seconds while calibrations go
+//! on, so the file stays small however long the search runs. Times are wall-clock seconds since
+//! the search started: the frontier is a timing output, not part of the byte-identical results.
+
+use plotters::prelude::*;
+use serde::Serialize;
+
+/// Longest gap between recorded points, in seconds.
+pub const PERIOD_S: f64 = 1.0;
+
+/// One moment of the search.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct Point {
+    pub elapsed_s: f64,
+    pub calibrations: u64,
+    /// The best held-out R² (or training loss, when ranking by loss) so far.
+    pub best: f64,
+    pub successes: u64,
+    pub distinct_successes: u64,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct Frontier {
+    pub points: Vec<Point>,
+    /// Times at which a new successful skeleton appeared, with the best value then.
+    pub new_successes: Vec<(f64, f64)>,
+}
+
+impl Frontier {
+    /// Records `p` if something changed or the last point is older than [`PERIOD_S`].
+    pub fn offer(&mut self, p: Point, new_success: bool) {
+        if new_success {
+            self.new_successes.push((p.elapsed_s, p.best));
+        }
+        let keep = match self.points.last() {
+            None => true,
+            Some(last) => {
+                last.best.to_bits() != p.best.to_bits()
+                    || last.distinct_successes != p.distinct_successes
+                    || p.elapsed_s - last.elapsed_s >= PERIOD_S
+            }
+        };
+        if keep {
+            self.points.push(p);
+        }
+    }
+
+    /// Ends the frontier with the final state (always recorded).
+    pub fn close(&mut self, p: Point) {
+        if self.points.last() != Some(&p) {
+            self.points.push(p);
+        }
+    }
+
+    /// `elapsed_s,calibrations,best,successes,distinct_successes`.
+    pub fn csv(&self, best_name: &str) -> String {
+        let mut out = format!("elapsed_s,calibrations,{best_name},successes,distinct_successes\n");
+        for p in &self.points {
+            out += &format!(
+                "{:.6},{},{},{},{}\n",
+                p.elapsed_s, p.calibrations, p.best, p.successes, p.distinct_successes
+            );
+        }
+        out
+    }
+
+    /// The best value against time as an SVG line, with a marker at every new successful
+    /// skeleton and the success threshold as a dashed line.
+    pub fn svg(&self, title: &str, best_name: &str, threshold: Option<f64>) -> String {
+        let mut svg = String::new();
+        if let Err(e) = self.draw(&mut svg, title, best_name, threshold) {
+            return format!("<svg xmlns=\"http://www.w3.org/2000/svg\"><text>{e}</text></svg>");
+        }
+        svg
+    }
+
+    fn draw(
+        &self,
+        svg: &mut String,
+        title: &str,
+        best_name: &str,
+        threshold: Option<f64>,
+    ) -> Result<(), Box<dyn std::error::Error + '_>> {
+        let root = SVGBackend::with_string(svg, (800, 480)).into_drawing_area();
+        root.fill(&WHITE)?;
+        let finite: Vec<&Point> = self.points.iter().filter(|p| p.best.is_finite()).collect();
+        let t_end = self.points.last().map_or(1.0, |p| p.elapsed_s).max(1e-3);
+        let (mut lo, mut hi) = finite
+            .iter()
+            .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), p| {
+                (a.min(p.best), b.max(p.best))
+            });
+        if let Some(t) = threshold {
+            lo = lo.min(t);
+            hi = hi.max(t);
+        }
+        // R² can start far below zero; the interesting part is near the top.
+        if best_name.contains("R2") {
+            lo = lo.max(-0.25);
+            hi = hi.min(1.0).max(lo + 1e-3);
+        }
+        if !(lo.is_finite() && hi.is_finite()) || lo >= hi {
+            (lo, hi) = (0.0, 1.0);
+        }
+        let pad = (hi - lo) * 0.05;
+        let mut chart = ChartBuilder::on(&root)
+            .caption(title, ("sans-serif", 20))
+            .margin(12)
+            .x_label_area_size(40)
+            .y_label_area_size(64)
+            .build_cartesian_2d(0.0..t_end * 1.02, (lo - pad)..(hi + pad))?;
+        chart
+            .configure_mesh()
+            .x_desc("elapsed seconds")
+            .y_desc(best_name)
+            .draw()?;
+        let clamp = |y: f64| y.clamp(lo - pad, hi + pad);
+        // A step line: the best so far holds until the next improvement.
+        let mut steps = Vec::new();
+        for w in finite.windows(2) {
+            steps.push((w[0].elapsed_s, clamp(w[0].best)));
+            steps.push((w[1].elapsed_s, clamp(w[0].best)));
+        }
+        if let Some(p) = finite.last() {
+            steps.push((p.elapsed_s, clamp(p.best)));
+        }
+        chart
+            .draw_series(LineSeries::new(steps, BLUE.stroke_width(2)))?
+            .label(format!("best {best_name} so far"))
+            .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], BLUE.stroke_width(2)));
+        if let Some(t) = threshold {
+            chart
+                .draw_series(DashedLineSeries::new(
+                    [(0.0, t), (t_end * 1.02, t)],
+                    6,
+                    4,
+                    RED.stroke_width(1),
+                ))?
+                .label("success threshold")
+                .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], RED));
+        }
+        chart
+            .draw_series(
+                self.new_successes
+                    .iter()
+                    .map(|&(t, y)| Circle::new((t, clamp(y)), 4, GREEN.filled())),
+            )?
+            .label("new successful structure")
+            .legend(|(x, y)| Circle::new((x + 8, y), 4, GREEN.filled()));
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::LowerRight)
+            .background_style(WHITE.mix(0.8))
+            .border_style(BLACK)
+            .draw()?;
+        root.present()?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn point(t: f64, best: f64, s: u64) -> Point {
+        Point {
+            elapsed_s: t,
+            calibrations: (t * 100.0) as u64,
+            best,
+            successes: s,
+            distinct_successes: s,
+        }
+    }
+
+    #[test]
+    fn records_changes_and_a_point_per_period() {
+        let mut f = Frontier::default();
+        f.offer(point(0.0, 0.1, 0), false);
+        f.offer(point(0.1, 0.1, 0), false);
+        f.offer(point(0.2, 0.5, 0), false);
+        f.offer(point(1.3, 0.5, 0), false);
+        f.offer(point(1.4, 0.95, 1), true);
+        f.close(point(2.0, 0.95, 1));
+        let t: Vec<f64> = f.points.iter().map(|p| p.elapsed_s).collect();
+        assert_eq!(t, [0.0, 0.2, 1.3, 1.4, 2.0]);
+        let csv = f.csv("held_out_R2");
+        assert!(
+            csv.starts_with("elapsed_s,calibrations,held_out_R2,"),
+            "{csv}"
+        );
+        assert_eq!(csv.lines().count(), 6);
+        let svg = f.svg("test", "held_out_R2", Some(0.9));
+        assert!(svg.starts_with("<svg") && svg.contains("<circle"), "{svg}");
+        assert!(svg.contains("elapsed seconds"));
+    }
+}

@@ -1,0 +1,256 @@
+//! Calibrations and what a search keeps of them.
+//!
+//! Every finished calibration (one candidate from one initial draw) becomes a [`Record`]: a
+//! line of the calibration log, streamed to disk as it finishes. The search keeps only a
+//! [`Tally`]: counts, the first success, and the best calibration of the best `keep` skeletons
+//! (and of the best `keep` successful ones) — so memory does not grow with the number of
+//! calibrations.
+
+use serde::Serialize;
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::hash::{DefaultHasher, Hash, Hasher};
+
+/// One calibration: a line of the log.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Record {
+    /// Position in the log (0, 1, 2, …).
+    pub calibration: u64,
+    /// The candidate (its position among all proposals) and which of its draws this is.
+    pub candidate: u64,
+    pub draw: u32,
+    pub proposer: String,
+    pub name: String,
+    pub skeleton: String,
+    pub src: String,
+    /// The fitted constants.
+    pub params: BTreeMap<String, f64>,
+    /// The training loss at those constants (`null` if it is not a number).
+    pub train_loss: f64,
+    /// R² on the held-out points, where there are any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub held_out_r2: Option<f64>,
+    pub success: bool,
+    /// `done`, `converged`, `failed` or `stopped`.
+    pub status: &'static str,
+    /// The error of a failed calibration.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+}
+
+impl Record {
+    /// The figure candidates are ranked by: held-out R² (higher is better) when ranking by R²,
+    /// else minus the training loss; NaN ranks last.
+    pub fn score(&self, by_r2: bool) -> f64 {
+        let x = if by_r2 {
+            self.held_out_r2.unwrap_or(f64::NAN)
+        } else {
+            -self.train_loss
+        };
+        if x.is_nan() { f64::NEG_INFINITY } else { x }
+    }
+}
+
+/// Stable 64-bit key of a skeleton (for the sets that must stay small).
+pub fn key(skeleton: &str) -> u64 {
+    let mut h = DefaultHasher::new();
+    skeleton.hash(&mut h);
+    h.finish()
+}
+
+/// The best record per skeleton, for the `keep` best skeletons. Exact: a skeleton evicted
+/// from the top can come back only with a better record than any it had.
+#[derive(Clone, Debug)]
+pub struct TopSkeletons {
+    keep: usize,
+    by_r2: bool,
+    best: HashMap<String, Record>,
+}
+
+impl TopSkeletons {
+    pub fn new(keep: usize, by_r2: bool) -> Self {
+        TopSkeletons {
+            keep,
+            by_r2,
+            best: HashMap::new(),
+        }
+    }
+
+    pub fn offer(&mut self, r: &Record) {
+        if self.keep == 0 {
+            return;
+        }
+        let better = |a: &Record, b: &Record| a.score(self.by_r2) > b.score(self.by_r2);
+        if let Some(old) = self.best.get_mut(&r.skeleton) {
+            if better(r, old) {
+                *old = r.clone();
+            }
+            return;
+        }
+        if self.best.len() < self.keep {
+            self.best.insert(r.skeleton.clone(), r.clone());
+            return;
+        }
+        let worst = self
+            .best
+            .values()
+            .min_by(|a, b| rank(a, b, self.by_r2))
+            .map(|w| w.skeleton.clone());
+        if let Some(w) = worst
+            && better(r, &self.best[&w])
+        {
+            self.best.remove(&w);
+            self.best.insert(r.skeleton.clone(), r.clone());
+        }
+    }
+
+    /// Best first (ties by log position).
+    pub fn ranked(&self) -> Vec<Record> {
+        let mut v: Vec<Record> = self.best.values().cloned().collect();
+        v.sort_by(|a, b| rank(b, a, self.by_r2));
+        v
+    }
+}
+
+/// `a` against `b`: by score, then the earlier calibration counts as better.
+fn rank(a: &Record, b: &Record, by_r2: bool) -> std::cmp::Ordering {
+    a.score(by_r2)
+        .total_cmp(&b.score(by_r2))
+        .then(b.calibration.cmp(&a.calibration))
+}
+
+/// Per-proposer counts.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct ProposerTally {
+    pub name: String,
+    /// Candidates it proposed that were calibrated (or failed).
+    pub candidates: u64,
+    pub calibrations: u64,
+    pub successes: u64,
+    /// Why it stopped early, if it did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// What a search keeps of its calibrations.
+#[derive(Clone, Debug)]
+pub struct Tally {
+    pub calibrations: u64,
+    pub failed: u64,
+    pub successes: u64,
+    /// The first successful calibration.
+    pub first_success: Option<Record>,
+    /// Distinct skeletons with at least one success.
+    pub successful_skeletons: HashSet<u64>,
+    /// The best held-out R² (or the lowest loss) so far.
+    pub best: Option<Record>,
+    pub top: TopSkeletons,
+    pub top_successes: TopSkeletons,
+}
+
+impl Tally {
+    pub fn new(keep: usize, by_r2: bool) -> Self {
+        Tally {
+            calibrations: 0,
+            failed: 0,
+            successes: 0,
+            first_success: None,
+            successful_skeletons: HashSet::new(),
+            best: None,
+            top: TopSkeletons::new(keep, by_r2),
+            top_successes: TopSkeletons::new(keep, by_r2),
+        }
+    }
+
+    /// Counts one record; returns whether the best so far improved.
+    pub fn add(&mut self, r: &Record) -> bool {
+        self.calibrations += 1;
+        if r.status == "failed" {
+            self.failed += 1;
+        }
+        if r.success {
+            self.successes += 1;
+            self.successful_skeletons.insert(key(&r.skeleton));
+            if self.first_success.is_none() {
+                self.first_success = Some(r.clone());
+            }
+            self.top_successes.offer(r);
+        }
+        self.top.offer(r);
+        let by_r2 = self.top.by_r2;
+        let improved = self
+            .best
+            .as_ref()
+            .is_none_or(|b| r.score(by_r2) > b.score(by_r2));
+        if improved && r.score(by_r2) > f64::NEG_INFINITY {
+            self.best = Some(r.clone());
+            return true;
+        }
+        false
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rec(i: u64, skeleton: &str, r2: f64) -> Record {
+        Record {
+            calibration: i,
+            candidate: i,
+            draw: 0,
+            proposer: "t".into(),
+            name: "t".into(),
+            skeleton: skeleton.into(),
+            src: skeleton.into(),
+            params: BTreeMap::new(),
+            train_loss: 1.0 - r2,
+            held_out_r2: Some(r2),
+            success: r2 > 0.9,
+            status: "done",
+            detail: None,
+        }
+    }
+
+    #[test]
+    fn the_top_keeps_each_skeletons_best_among_the_best_skeletons() {
+        let mut top = TopSkeletons::new(2, true);
+        for (i, (s, r2)) in [
+            ("a", 0.5),
+            ("b", 0.7),
+            ("a", 0.6),
+            ("c", 0.65),
+            ("b", 0.2),
+            ("d", 0.1),
+            ("a", 0.99),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            top.offer(&rec(i as u64, s, r2));
+        }
+        let kept: Vec<(String, Option<f64>)> = top
+            .ranked()
+            .into_iter()
+            .map(|r| (r.skeleton, r.held_out_r2))
+            .collect();
+        assert_eq!(
+            kept,
+            vec![("a".to_string(), Some(0.99)), ("b".to_string(), Some(0.7))]
+        );
+    }
+
+    #[test]
+    fn the_tally_counts_successes_and_distinct_skeletons() {
+        let mut t = Tally::new(10, true);
+        assert!(t.add(&rec(0, "a", 0.5)));
+        assert!(t.add(&rec(1, "b", 0.95)));
+        assert!(!t.add(&rec(2, "b", 0.93)));
+        let mut nan = rec(3, "c", f64::NAN);
+        nan.status = "failed";
+        assert!(!t.add(&nan));
+        assert_eq!((t.calibrations, t.successes, t.failed), (4, 2, 1));
+        assert_eq!(t.successful_skeletons.len(), 1);
+        assert_eq!(t.first_success.as_ref().map(|r| r.calibration), Some(1));
+        assert_eq!(t.best.as_ref().map(|r| r.calibration), Some(1));
+    }
+}

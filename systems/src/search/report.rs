@@ -1,0 +1,256 @@
+//! A search's results: the summary, the best candidates per skeleton, the successes, the
+//! proposers' counts — and, apart, the wall-clock figures and the frontier.
+//!
+//! Everything [`SearchReport`] serializes is a function of the scene when the search runs under
+//! a calibration budget (byte-identical at every thread count); [`SearchReport::to_json`]
+//! appends the `"timing"` object, the only part that varies between runs.
+
+use super::frontier::Frontier;
+use super::record::{ProposerTally, Record, Tally};
+use crate::profile::ProfileReport;
+use ndvm_components::optimizer::Optimizer;
+use ndvm_components::scene::Precision;
+use ndvm_components::search::{Draw, Search as Spec, Success};
+use serde::Serialize;
+
+/// Everything the report is made from.
+pub(crate) struct Parts<'a> {
+    pub spec: &'a Spec,
+    pub tally: &'a Tally,
+    pub proposers: Vec<ProposerTally>,
+    pub warnings: Vec<String>,
+    pub warning_count: u64,
+    pub stopped_by: &'static str,
+    pub unfinished: u64,
+    pub seconds: Option<f64>,
+    pub max_calibrations: Option<u64>,
+    pub precision: Precision,
+    pub wall_s: f64,
+    pub first_success_s: Option<f64>,
+    pub threads: usize,
+    pub profile: ProfileReport,
+    pub frontier: Frontier,
+}
+
+/// A finished search.
+#[derive(Clone, Debug, Serialize)]
+pub struct SearchReport {
+    pub summary: Summary,
+    /// The best calibration of all.
+    pub best: Option<Record>,
+    pub first_success: Option<Record>,
+    /// The best calibration of each of the best skeletons, best first.
+    pub top: Vec<Record>,
+    /// The best calibration of each of the best successful skeletons, best first.
+    pub successes: Vec<Record>,
+    pub proposers: Vec<ProposerTally>,
+    /// The first warnings (all are counted in the summary).
+    pub warnings: Vec<String>,
+    #[serde(skip)]
+    pub timing: Timing,
+    #[serde(skip)]
+    pub frontier: Frontier,
+}
+
+/// The counts.
+#[derive(Clone, Debug, Serialize)]
+pub struct Summary {
+    pub calibrations: u64,
+    pub failed: u64,
+    pub successes: u64,
+    pub distinct_successful_skeletons: u64,
+    /// The log position of the first success.
+    pub first_success: Option<u64>,
+    pub best_held_out_r2: Option<f64>,
+    pub best_train_loss: Option<f64>,
+    /// `calibrations` (the budget), `seconds` (the budget), `interrupted` or `proposers`
+    /// (every proposer exhausted or failed).
+    pub stopped_by: &'static str,
+    /// Calibrations still running when a time budget or an interrupt stopped the search (not
+    /// counted above).
+    pub unfinished: u64,
+    pub warnings: u64,
+    pub protocol: ProtocolSummary,
+}
+
+/// How the calibrations were run.
+#[derive(Clone, Debug, Serialize)]
+pub struct ProtocolSummary {
+    pub steps: u32,
+    pub optimizer: Optimizer,
+    pub draws: u32,
+    pub draw: Draw,
+    pub success: Success,
+    pub precision: &'static str,
+    pub window: usize,
+    pub seed: u64,
+    pub budget_seconds: Option<f64>,
+    pub budget_calibrations: Option<u64>,
+}
+
+/// Wall-clock figures (they vary between runs).
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Timing {
+    pub wall_s: f64,
+    pub calibrations_per_second: f64,
+    pub first_success_s: Option<f64>,
+    pub threads: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub profile: Option<ProfileReport>,
+}
+
+pub(crate) fn build(p: Parts<'_>) -> SearchReport {
+    let t = p.tally;
+    let best = t.best.clone();
+    let summary = Summary {
+        calibrations: t.calibrations,
+        failed: t.failed,
+        successes: t.successes,
+        distinct_successful_skeletons: t.successful_skeletons.len() as u64,
+        first_success: t.first_success.as_ref().map(|r| r.calibration),
+        best_held_out_r2: best.as_ref().and_then(|r| r.held_out_r2),
+        best_train_loss: best.as_ref().map(|r| r.train_loss),
+        stopped_by: p.stopped_by,
+        unfinished: p.unfinished,
+        warnings: p.warning_count,
+        protocol: ProtocolSummary {
+            steps: p.spec.calibration.steps,
+            optimizer: p.spec.calibration.optimizer,
+            draws: p.spec.calibration.draws,
+            draw: p.spec.calibration.draw,
+            success: p.spec.success,
+            precision: p.precision.name(),
+            window: p.spec.window,
+            seed: p.spec.seed,
+            budget_seconds: p.seconds,
+            budget_calibrations: p.max_calibrations,
+        },
+    };
+    SearchReport {
+        summary,
+        best,
+        first_success: t.first_success.clone(),
+        top: t.top.ranked(),
+        successes: t.top_successes.ranked(),
+        proposers: p.proposers,
+        warnings: p.warnings,
+        timing: Timing {
+            wall_s: p.wall_s,
+            calibrations_per_second: t.calibrations as f64 / p.wall_s.max(1e-9),
+            first_success_s: p.first_success_s,
+            threads: p.threads,
+            profile: Some(p.profile),
+        },
+        frontier: p.frontier,
+    }
+}
+
+impl SearchReport {
+    /// The results JSON: the report, then `"timing"`.
+    pub fn to_json(&self) -> String {
+        #[derive(Serialize)]
+        struct Results<'a> {
+            #[serde(flatten)]
+            report: &'a SearchReport,
+            timing: &'a Timing,
+        }
+        serde_json::to_string_pretty(&Results {
+            report: self,
+            timing: &self.timing,
+        })
+        .unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
+    }
+
+    /// Whether the search ranks by held-out R² (else by training loss).
+    pub fn by_r2(&self) -> bool {
+        matches!(self.summary.protocol.success, Success::HeldOutR2(_))
+    }
+
+    /// The printed summary: counts, rates, the first success, the best, why it stopped.
+    pub fn summary_text(&self) -> String {
+        let s = &self.summary;
+        let t = &self.timing;
+        let mut out = format!(
+            "{} calibrations in {:.2} s ({:.0} per second, {} thread{})\n",
+            s.calibrations,
+            t.wall_s,
+            t.calibrations_per_second,
+            t.threads,
+            if t.threads == 1 { "" } else { "s" }
+        );
+        let criterion = match s.protocol.success {
+            Success::HeldOutR2(x) => format!("held-out R² > {x}"),
+            Success::TrainLoss(x) => format!("training loss < {x}"),
+        };
+        match (&self.first_success, t.first_success_s) {
+            (Some(r), Some(at)) => {
+                out += &format!(
+                    "first success ({criterion}) after {at:.3} s, calibration {}: {}\n",
+                    r.calibration, r.src
+                );
+            }
+            _ => out += &format!("no success ({criterion})\n"),
+        }
+        if let Some(b) = &self.best {
+            let constants: Vec<String> = b
+                .params
+                .iter()
+                .map(|(k, v)| format!("{k}={v:.6}"))
+                .collect();
+            let figure = match b.held_out_r2 {
+                Some(r2) if self.by_r2() => format!("best held-out R² {r2:.6}"),
+                _ => format!("best training loss {:.6e}", b.train_loss),
+            };
+            out += &format!("{figure}: {}  {}\n", b.src, constants.join(" "));
+        }
+        out += &format!(
+            "{} successes, {} distinct successful skeletons; {} failed calibrations\n",
+            s.successes, s.distinct_successful_skeletons, s.failed
+        );
+        let why = match s.stopped_by {
+            "seconds" => format!(
+                "the time budget ({} s)",
+                s.protocol.budget_seconds.unwrap_or(0.0)
+            ),
+            "calibrations" => format!(
+                "the calibration budget ({})",
+                s.protocol.budget_calibrations.unwrap_or(0)
+            ),
+            "interrupted" => "an interrupt".to_string(),
+            _ => "every proposer finished".to_string(),
+        };
+        out += &format!("stopped by {why}");
+        if s.unfinished > 0 {
+            out += &format!(" ({} calibrations unfinished)", s.unfinished);
+        }
+        out.push('\n');
+        for p in &self.proposers {
+            if let Some(e) = &p.error {
+                out += &format!("proposer `{}` failed: {}\n", p.name, e);
+            }
+        }
+        out
+    }
+
+    /// The best skeletons as a table: rank, held-out R², training loss, success, program.
+    pub fn table(&self, limit: usize) -> String {
+        let mut out = format!(
+            "{:>4}  {:>9}  {:>12}  {:>7}  program\n",
+            "rank", "R² held", "train loss", "success"
+        );
+        for (i, r) in self.top.iter().take(limit).enumerate() {
+            let r2 = r
+                .held_out_r2
+                .map_or_else(|| "-".to_string(), |x| format!("{x:.4}"));
+            out += &format!(
+                "{:>4}  {:>9}  {:>12.6e}  {:>7}  {}\n",
+                i + 1,
+                r2,
+                r.train_loss,
+                if r.success { "yes" } else { "" },
+                r.src
+            );
+        }
+        out
+    }
+}

@@ -1,0 +1,247 @@
+//! `ndvm search`: run a search scene to its budget (docs/search.md).
+//!
+//! A live status line on standard error (hidden off a terminal), warnings as they come, and at
+//! the end a summary and the best skeletons (or the results JSON with `--json`). With an output
+//! folder (`--out DIR`, or the scene's `search.out`) it streams the calibration log
+//! (`calibrations.jsonl`) and writes the results (`search.json`), the frontier
+//! (`frontier.csv`) and its plot (`frontier.svg`). Ctrl-C or SIGTERM stops the search and
+//! writes what was found (exit status 130).
+
+use crate::Failure;
+use crate::fit::{interrupt_flag, read_scene, write_atomically};
+use clap::Args;
+use indicatif::{ProgressBar, ProgressStyle};
+use ndvm_components::scene::Precision;
+use ndvm_systems::search::{Event, Record, Search, SearchOptions, SearchReport};
+use serde::Serialize;
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
+
+#[derive(Args, Debug)]
+pub struct SearchArgs {
+    /// The search scene (`*.scene.ron` with a `search:` section).
+    scene: PathBuf,
+    /// Stop after this many seconds (overrides the scene's budget).
+    #[arg(long, value_name = "S", conflicts_with = "calibrations")]
+    budget_seconds: Option<f64>,
+    /// Stop after this many calibrations (results are then identical at every thread count).
+    #[arg(long, value_name = "N")]
+    calibrations: Option<u64>,
+    /// Worker threads (default: the scene's `threads`, else one per core).
+    #[arg(long, value_name = "N")]
+    threads: Option<usize>,
+    /// Write the log, results, frontier CSV and plot into this folder (created if missing).
+    #[arg(long, value_name = "DIR")]
+    out: Option<PathBuf>,
+    /// Print the results JSON on standard output instead of the summary.
+    #[arg(long)]
+    json: bool,
+    /// The evaluator's precision (default: the scene's, else f32).
+    #[arg(long, value_name = "f32|f64")]
+    precision: Option<String>,
+    /// Rows of the best-skeletons table.
+    #[arg(long, value_name = "N", default_value_t = 10)]
+    top: usize,
+    /// Walk every step instead of replaying tapes (the same results, more time).
+    #[arg(long)]
+    walk_every_step: bool,
+}
+
+/// One line of the calibration log: the record, then its wall-clock time.
+#[derive(Serialize)]
+struct LogLine<'a> {
+    #[serde(flatten)]
+    record: &'a Record,
+    timing: LogTiming,
+}
+
+#[derive(Serialize)]
+struct LogTiming {
+    elapsed_s: f64,
+}
+
+pub fn search(args: SearchArgs) -> Result<(), Failure> {
+    let (scene, base) = read_scene(&args.scene)?;
+    let Some(spec) = &scene.search else {
+        eprintln!(
+            "error: {}: not a search scene (it has no `search:` section; `ndvm fit` runs it)",
+            args.scene.display()
+        );
+        return Err(Failure::Program);
+    };
+    let precision = match args.precision.as_deref() {
+        None => None,
+        Some("f32") => Some(Precision::F32),
+        Some("f64") => Some(Precision::F64),
+        Some(p) => {
+            return Err(Failure::Usage(format!(
+                "--precision: `{p}` is not f32 or f64"
+            )));
+        }
+    };
+    if let Some(s) = args.budget_seconds
+        && !(s.is_finite() && s >= 0.0)
+    {
+        return Err(Failure::Usage(format!(
+            "--budget-seconds must be a finite number ≥ 0, got {s}"
+        )));
+    }
+    let out = args.out.clone().or(spec.out.as_ref().map(PathBuf::from));
+    // Check the output folder before any work, so a long search cannot end with nowhere to go.
+    let mut log = match &out {
+        Some(dir) => Some(open_log(dir)?),
+        None => None,
+    };
+    let interrupted = interrupt_flag();
+    let options = SearchOptions {
+        threads: args.threads,
+        seconds: args.budget_seconds,
+        calibrations: args.calibrations,
+        interrupted: Some(interrupted.clone()),
+        precision,
+        walk_every_step: args.walk_every_step,
+        ..SearchOptions::default()
+    };
+    let mut search = Search::new(&scene, &base, &options).map_err(|e| {
+        eprintln!("error: {}: {e}", args.scene.display());
+        Failure::Program
+    })?;
+    let bar = status_line(&search);
+    let mut log_error = None;
+    let report = search.run(|event| match event {
+        Event::Calibrated(record, elapsed_s) => {
+            if let (Some(w), None) = (&mut log, &log_error) {
+                let line = LogLine {
+                    record,
+                    timing: LogTiming { elapsed_s },
+                };
+                let text = serde_json::to_string(&line).unwrap_or_default();
+                if let Err(e) = writeln!(w, "{text}") {
+                    log_error = Some(e.to_string());
+                }
+            }
+        }
+        Event::Progress(p) => {
+            if let Some(n) = p.max_calibrations {
+                bar.set_position(p.calibrations.min(n));
+            } else if let Some(s) = p.seconds {
+                bar.set_position((p.elapsed_s / s.max(1e-9) * 1000.0).min(1000.0) as u64);
+            }
+            let best = p
+                .best
+                .map_or_else(|| "-".to_string(), |b| format!("{b:.4}"));
+            let budget = match (p.max_calibrations, p.seconds) {
+                (Some(n), _) => format!("{}/{n} calibrations", p.calibrations),
+                (None, Some(s)) => {
+                    format!("{:.1}/{s} s, {} calibrations", p.elapsed_s, p.calibrations)
+                }
+                (None, None) => format!("{} calibrations", p.calibrations),
+            };
+            bar.set_message(format!(
+                "{budget} ({:.0}/s) · best {best} · {} successful skeletons",
+                p.calibrations as f64 / p.elapsed_s.max(1e-9),
+                p.distinct_successes
+            ));
+        }
+        Event::Warning(w) => bar.suspend(|| eprintln!("warning: {w}")),
+    });
+    bar.finish_and_clear();
+    if let Some(w) = &mut log
+        && let Err(e) = w.flush()
+    {
+        log_error.get_or_insert(e.to_string());
+    }
+    let mut failed_write = false;
+    if let Some(e) = log_error {
+        eprintln!("error: could not write the calibration log: {e}");
+        failed_write = true;
+    }
+    if let Some(dir) = &out {
+        failed_write |= write_outputs(dir, &report, &args.scene).is_err();
+    }
+    if args.json {
+        crate::output::print(&report.to_json())?;
+    } else {
+        let mut text = report.summary_text();
+        if !report.top.is_empty() {
+            text += "\n";
+            text += &report.table(args.top);
+        }
+        if let Some(dir) = &out {
+            text += &format!(
+                "\nlog, results and frontier in {}/ (calibrations.jsonl, search.json, \
+                 frontier.csv, frontier.svg)\n",
+                dir.display()
+            );
+        }
+        crate::output::print(text.trim_end())?;
+    }
+    if interrupted.load(Ordering::Relaxed) {
+        eprintln!("interrupted: what was found is written");
+        return Err(Failure::Interrupted);
+    }
+    let proposers_failed = report.proposers.iter().any(|p| p.error.is_some());
+    if failed_write || (report.summary.stopped_by == "proposers" && proposers_failed) {
+        return Err(Failure::Program);
+    }
+    Ok(())
+}
+
+fn open_log(dir: &Path) -> Result<BufWriter<File>, Failure> {
+    std::fs::create_dir_all(dir).map_err(|e| {
+        Failure::Usage(format!(
+            "cannot create the output folder {}: {e}",
+            dir.display()
+        ))
+    })?;
+    let path = dir.join("calibrations.jsonl");
+    File::create(&path)
+        .map(BufWriter::new)
+        .map_err(|e| Failure::Usage(format!("cannot write {}: {e}", path.display())))
+}
+
+fn write_outputs(dir: &Path, report: &SearchReport, scene: &Path) -> Result<(), ()> {
+    let name = if report.by_r2() {
+        "best_held_out_R2"
+    } else {
+        "best_train_loss"
+    };
+    let threshold = match report.summary.protocol.success {
+        ndvm_components::search::Success::HeldOutR2(t)
+        | ndvm_components::search::Success::TrainLoss(t) => Some(t),
+    };
+    let title = format!(
+        "{} — {} calibrations",
+        scene
+            .file_name()
+            .map_or_else(String::new, |s| s.to_string_lossy().into_owned()),
+        report.summary.calibrations
+    );
+    let files = [
+        ("search.json", report.to_json()),
+        ("frontier.csv", report.frontier.csv(name)),
+        ("frontier.svg", report.frontier.svg(&title, name, threshold)),
+    ];
+    let mut ok = true;
+    for (file, text) in files {
+        let path = dir.join(file);
+        if let Err(Failure::Usage(e)) = write_atomically(&path, &text) {
+            eprintln!("error: {e}");
+            ok = false;
+        }
+    }
+    if ok { Ok(()) } else { Err(()) }
+}
+
+/// A bar over the budget (seconds or calibrations) with the search's figures as its message.
+fn status_line(search: &Search) -> ProgressBar {
+    let p = search.progress();
+    let bar = ProgressBar::new(p.max_calibrations.unwrap_or(1000));
+    bar.set_style(
+        ProgressStyle::with_template("{bar:30} {msg}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    bar
+}

@@ -1,0 +1,223 @@
+//! `ndvm search` end to end: the files it writes, determinism across threads, early checks of
+//! the output folder, clean stops (SIGTERM, a closed pipe) and the errors of a wrong scene.
+
+use serde_json::Value;
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
+
+fn ndvm(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_ndvm"))
+        .args(args)
+        .output()
+        .expect("run ndvm")
+}
+
+fn scene(name: &str) -> String {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../scenes")
+        .join(name)
+        .display()
+        .to_string()
+}
+
+fn tmp(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("ndvm-search-cli-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    dir
+}
+
+/// The log and results of a run, without their wall-clock parts.
+fn outputs(dir: &std::path::Path) -> (Vec<Value>, Value) {
+    let log: Vec<Value> = std::fs::read_to_string(dir.join("calibrations.jsonl"))
+        .expect("log")
+        .lines()
+        .map(|l| {
+            let mut v: Value = serde_json::from_str(l).expect("log line");
+            assert!(v["timing"]["elapsed_s"].is_number(), "{l}");
+            v.as_object_mut().expect("object").remove("timing");
+            v
+        })
+        .collect();
+    let mut results: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("search.json")).expect("results"))
+            .expect("results json");
+    assert!(results["timing"]["calibrations_per_second"].is_number());
+    results.as_object_mut().expect("object").remove("timing");
+    (log, results)
+}
+
+#[test]
+fn search_writes_its_log_results_and_frontier_identically_at_any_thread_count() {
+    let mut runs = Vec::new();
+    for threads in ["1", "2"] {
+        let dir = tmp(&format!("t{threads}"));
+        let out = ndvm(&[
+            "search",
+            &scene("search_scalar.scene.ron"),
+            "--calibrations",
+            "1200",
+            "--threads",
+            threads,
+            "--out",
+            dir.to_str().expect("path"),
+        ]);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{stdout}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(stdout.starts_with("1200 calibrations in "), "{stdout}");
+        assert!(
+            stdout.contains("first success (held-out R² > 0.9) after"),
+            "{stdout}"
+        );
+        assert!(
+            stdout.contains("stopped by the calibration budget (1200)"),
+            "{stdout}"
+        );
+        let (log, results) = outputs(&dir);
+        assert_eq!(log.len(), 1200);
+        assert_eq!(results["summary"]["calibrations"], 1200);
+        assert_eq!(results["summary"]["stopped_by"], "calibrations");
+        let csv = std::fs::read_to_string(dir.join("frontier.csv")).expect("csv");
+        assert!(
+            csv.starts_with("elapsed_s,calibrations,best_held_out_R2,"),
+            "{csv}"
+        );
+        let last = csv.lines().last().expect("a row");
+        assert!(last.split(',').nth(1) == Some("1200"), "{last}");
+        let svg = std::fs::read_to_string(dir.join("frontier.svg")).expect("svg");
+        assert!(
+            svg.starts_with("<svg") && svg.contains("best_held_out_R2"),
+            "{}",
+            &svg[..200]
+        );
+        runs.push((log, results));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+    assert_eq!(runs[0], runs[1]);
+}
+
+#[test]
+fn search_prints_json_on_request() {
+    let out = ndvm(&[
+        "search",
+        &scene("search_recurrence.scene.ron"),
+        "--calibrations",
+        "200",
+        "--json",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(v["summary"]["calibrations"], 200);
+    assert_eq!(v["summary"]["protocol"]["steps"], 50);
+    assert_eq!(v["summary"]["protocol"]["precision"], "f32");
+    assert!(v["top"].as_array().is_some_and(|t| !t.is_empty()));
+    assert!(v["timing"]["wall_s"].is_number());
+}
+
+#[test]
+fn an_unusable_output_folder_is_refused_before_any_work() {
+    let out = ndvm(&[
+        "search",
+        &scene("search_scalar.scene.ron"),
+        "--budget-seconds",
+        "60",
+        "--out",
+        "/dev/null/results",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("cannot create the output folder /dev/null/results"),
+        "{err}"
+    );
+}
+
+#[test]
+fn wrong_scenes_and_settings_are_clean_errors() {
+    let out = ndvm(&["search", &scene("heat1d.scene.ron")]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not a search scene"));
+    let out = ndvm(&["fit", &scene("search_scalar.scene.ron")]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("run it with `ndvm search`"));
+    let out = ndvm(&[
+        "search",
+        &scene("search_scalar.scene.ron"),
+        "--budget-seconds",
+        "inf",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--budget-seconds"));
+    let out = ndvm(&[
+        "search",
+        &scene("search_scalar.scene.ron"),
+        "--precision",
+        "f16",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn sigterm_stops_the_search_and_writes_what_was_found() {
+    let dir = tmp("term");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_ndvm"))
+        .args([
+            "search",
+            &scene("search_scalar.scene.ron"),
+            "--budget-seconds",
+            "120",
+            "--threads",
+            "1",
+            "--out",
+            dir.to_str().expect("path"),
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    std::thread::sleep(Duration::from_millis(1500));
+    let killed = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .expect("kill");
+    assert!(killed.success());
+    let status = child.wait().expect("wait");
+    assert_eq!(status.code(), Some(130));
+    let (log, results) = outputs(&dir);
+    assert_eq!(results["summary"]["stopped_by"], "interrupted");
+    assert_eq!(results["summary"]["calibrations"], log.len());
+    assert!(!log.is_empty());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_closed_pipe_is_not_a_crash() {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_ndvm"))
+        .args([
+            "search",
+            &scene("search_scalar.scene.ron"),
+            "--calibrations",
+            "300",
+            "--json",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    drop(child.stdout.take());
+    let out = child.wait_with_output().expect("wait");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
