@@ -200,6 +200,7 @@ impl Fit {
         }
         self.total -= results.len();
         results.sort_by_key(|r| r.index);
+        self.world.clear_trackers();
         let mut programs = self.world.resource_mut::<Programs>();
         if programs.cache.len() > PROGRAM_CACHE_LIMIT {
             programs.cache = Default::default();
@@ -262,6 +263,9 @@ impl Fit {
 fn step(world: &mut World, schedule: &mut Schedule, total: usize) -> bool {
     let start = Instant::now();
     schedule.run(world);
+    // What bevy's `App::update` does after every frame: despawned components are recorded as
+    // removal messages until the trackers are cleared, which would grow without bound.
+    world.clear_trackers();
     world.resource_mut::<Profile>().wall += start.elapsed();
     progress(world, total).finished < total
 }

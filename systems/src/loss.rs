@@ -74,29 +74,56 @@ pub fn mse_weights_into(
     for (r, l) in loss.iter_mut().enumerate() {
         let lanes = axes.lane(r, 0)..axes.lane(r, 0) + axes.points;
         let (out, weights) = (&out[lanes.clone()], &mut weights[lanes]);
+        let mut sum = 0.0;
         for k in 0..axes.points {
             if mask[k] {
                 let e = out[k] - y[k];
-                *l += e * e;
+                sum += e * e;
                 weights[k] = 2.0 * e / n;
             }
         }
-        *l /= n;
+        *l = sum / n;
     }
 }
 
+/// The sum of one restart's per-lane terms in a fixed order that depends on the lane count
+/// alone: four interleaved partial sums (lane `i` into sum `i mod 4`, each in lane order), then
+/// `(s0 + s1) + (s2 + s3)`. Independent of grouping and threads, and four times shorter than one
+/// chain of dependent additions.
+pub fn lane_sum(xs: &[f64]) -> f64 {
+    let mut s = [0.0; 4];
+    let mut chunks = xs.chunks_exact(4);
+    for c in &mut chunks {
+        for k in 0..4 {
+            s[k] += c[k];
+        }
+    }
+    for (k, &x) in chunks.remainder().iter().enumerate() {
+        s[k] += x;
+    }
+    (s[0] + s[1]) + (s[2] + s[3])
+}
+
 /// Per-restart gradient `Σ_point weight·∂out/∂p` from per-lane weights and gradients
-/// (`grads[param][lane]`), summed in lane order (what the backward and optimize stages do).
+/// (`grads[param][lane]`), summed by [`lane_sum`] (what the backward and optimize stages do; a
+/// lane of weight zero contributes exactly zero).
 pub fn reduce(axes: LaneAxes, weights: &[f64], grads: &[Vec<f64>]) -> Vec<Vec<f64>> {
     grads
         .iter()
         .map(|g| {
             (0..axes.restarts)
                 .map(|r| {
-                    (0..axes.points)
+                    let terms: Vec<f64> = (0..axes.points)
                         .map(|k| axes.lane(r, k))
-                        .filter(|&l| weights[l] != 0.0)
-                        .fold(0.0, |acc, l| acc + weights[l] * g[l])
+                        .map(|l| {
+                            if weights[l] != 0.0 {
+                                weights[l] * g[l]
+                            } else {
+                                0.0
+                            }
+                        })
+                        .collect();
+                    lane_sum(&terms)
                 })
                 .collect()
         })

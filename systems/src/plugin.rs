@@ -1,8 +1,9 @@
 //! Plugins: custom primitives (and, where useful, extra systems) added to the engine.
 //!
 //! A [`Plugin`] registers what it brings with an [`EngineBuilder`]: numeric primitives (the
-//! engine's [`Primitive`] trait: name, arity, forward over lanes, VJP) and schedule hooks that
-//! add systems around the stages (`.after(Stage::Optimize)`, say). The built [`Engine`] goes
+//! engine's [`Primitive`] trait: name, arity, forward over lanes, VJP), schedule hooks that
+//! add systems around the stages (`.after(Stage::Optimize)`, say), and search proposers
+//! ([`crate::search::Proposer`], named in a search scene as `Plugin(name: …)`). The built [`Engine`] goes
 //! into [`crate::fit::FitOptions::engine`]; every candidate of the fit is decoded against its
 //! primitives. Check a primitive's VJP with [`check_primitive`] before fitting with it.
 //!
@@ -44,6 +45,7 @@
 //! assert!((report.candidates[0].params["a"] - (2f64.exp() - 1.0).ln()).abs() < 1e-3);
 //! ```
 
+use crate::search::proposer::{Context, Proposer, ProposerRegistry, Settings};
 use bevy_ecs::schedule::Schedule;
 pub use ndvm_engine::extension::{CheckError, Primitive, Registry, RegistryError, check_primitive};
 use std::sync::Arc;
@@ -60,6 +62,7 @@ type Hook = Arc<dyn Fn(&mut Schedule) + Send + Sync>;
 pub struct EngineBuilder {
     primitives: Registry,
     hooks: Vec<Hook>,
+    proposers: ProposerRegistry,
     error: Option<RegistryError>,
 }
 
@@ -68,6 +71,7 @@ impl std::fmt::Debug for EngineBuilder {
         f.debug_struct("EngineBuilder")
             .field("primitives", &self.primitives.signature())
             .field("hooks", &self.hooks.len())
+            .field("proposers", &self.proposers)
             .finish()
     }
 }
@@ -94,6 +98,17 @@ impl EngineBuilder {
         self
     }
 
+    /// Registers a search proposer: a search scene's `Plugin(name: "name", settings: {…})`
+    /// builds it with `make` (see [`crate::search::proposer`]).
+    pub fn proposer(
+        &mut self,
+        name: &str,
+        make: impl Fn(&Settings, &Context) -> Result<Box<dyn Proposer>, String> + Send + Sync + 'static,
+    ) -> &mut Self {
+        self.proposers.register(name, make);
+        self
+    }
+
     /// Lets `plugin` register what it brings.
     pub fn plugin(&mut self, plugin: &dyn Plugin) -> &mut Self {
         plugin.build(self);
@@ -108,15 +123,17 @@ impl EngineBuilder {
         Ok(Engine {
             primitives: std::mem::take(&mut self.primitives),
             hooks: std::mem::take(&mut self.hooks),
+            proposers: std::mem::take(&mut self.proposers),
         })
     }
 }
 
-/// Registered primitives and schedule hooks, ready for fits.
+/// Registered primitives, schedule hooks and proposers, ready for fits and searches.
 #[derive(Clone, Default)]
 pub struct Engine {
     pub primitives: Registry,
     hooks: Vec<Hook>,
+    pub proposers: ProposerRegistry,
 }
 
 impl std::fmt::Debug for Engine {
@@ -124,6 +141,7 @@ impl std::fmt::Debug for Engine {
         f.debug_struct("Engine")
             .field("primitives", &self.primitives.signature())
             .field("hooks", &self.hooks.len())
+            .field("proposers", &self.proposers)
             .finish()
     }
 }

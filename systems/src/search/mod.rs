@@ -40,14 +40,18 @@
 //! alone; under a calibration budget the log and the results are byte-identical at every thread
 //! count (wall-clock figures apart).
 
+mod admit;
 pub mod command;
 pub mod evolve;
 pub mod expr;
 pub mod frontier;
+pub mod heldout;
 pub mod mutate;
 pub mod proposer;
 pub mod record;
 pub mod report;
+mod retire;
+mod setup;
 pub mod stream;
 
 pub use proposer::{Context, Notes, Proposal, Proposer, ProposerError, ProposerRegistry};
@@ -59,11 +63,11 @@ use crate::plugin::Engine;
 use crate::population::{self, PopulationError, Protocol};
 use crate::resources::FitSettings;
 use frontier::{Frontier, Point};
-use ndvm_components::scene::{Candidates, Parameters, Precision, Restarts, Scene};
-use ndvm_components::search::{ProposerSpec, Search as Spec, Success};
+use ndvm_components::scene::{Parameters, Precision, Scene};
+use ndvm_components::search::{Search as Spec, Success};
 use record::{ProposerTally, Tally};
 use std::collections::{HashMap, VecDeque};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -85,10 +89,9 @@ pub struct SearchOptions {
     pub calibrations: Option<u64>,
     /// Set it (Ctrl-C) to stop; what was found stands.
     pub interrupted: Option<Arc<AtomicBool>>,
-    /// Custom primitives and schedule hooks.
+    /// Custom primitives, schedule hooks and proposers from plugins (a scene names a plugin's
+    /// proposer as `Plugin(name: …)`).
     pub engine: Engine,
-    /// Proposers that plugins add (`Plugin(name: …)` in a scene).
-    pub proposers: ProposerRegistry,
     /// Default: the scene's `precision`, else f32 (the reference protocol's).
     pub precision: Option<Precision>,
     pub walk_every_step: bool,
@@ -156,6 +159,7 @@ pub struct Search {
     spec: Spec,
     protocol: Protocol,
     context: population::Context,
+    held: heldout::HeldOut,
     parameters: Parameters,
     inputs: Vec<String>,
     fit: Fit,
@@ -195,7 +199,7 @@ impl Search {
     pub fn new(scene: &Scene, base: &Path, options: &SearchOptions) -> Result<Search, SearchError> {
         let started = Instant::now();
         let spec = scene.search.clone().ok_or(SearchError::NotASearch)?;
-        let context = population::Context::load(scene, base)?;
+        let mut context = population::Context::load(scene, base)?;
         let inputs: Vec<String> = context
             .data
             .as_ref()
@@ -205,7 +209,17 @@ impl Search {
             .precision
             .or(scene.precision)
             .unwrap_or(Precision::F32);
+        // Candidates are fitted to the training points; the held-out ones are evaluated once.
+        let (train, held) = heldout::split(
+            context.data.as_ref(),
+            context.shared.clone(),
+            options.engine.primitives.clone(),
+            precision,
+        );
+        context.data = train;
         let c = &spec.calibration;
+        let points = context.data.as_ref().map_or(1, |d| d.points());
+        let lanes_per_candidate = c.draws as usize * points;
         let protocol = Protocol {
             loss: scene.loss,
             optimizer: c.optimizer,
@@ -218,6 +232,9 @@ impl Search {
             threads: options.threads,
             settings: FitSettings {
                 window: spec.window,
+                // One lane group per candidate: a search has parallelism enough across its
+                // candidates, and one group is one walk and one pass over the gradients.
+                lanes_per_group: lanes_per_candidate.clamp(256, 4096),
                 walk_every_step: options.walk_every_step,
                 ..FitSettings::default()
             },
@@ -226,10 +243,11 @@ impl Search {
             ..FitOptions::default()
         };
         let fit = Fit::with_members(scene, Vec::new(), &fit_options)?;
-        check_grammar(&spec, &options.engine)?;
+        setup::check_grammar(&spec, &options.engine)?;
         let mut notes = Notes::default();
-        let seeds = scene_seeds(scene, base, &mut notes)?;
-        let slots = start_proposers(scene, &spec, base, &inputs, options, seeds, &mut notes)?;
+        let seeds = setup::scene_seeds(scene, base, &mut notes)?;
+        let slots =
+            setup::start_proposers(scene, &spec, base, &inputs, options, seeds, &mut notes)?;
         let by_r2 = matches!(spec.success, Success::HeldOutR2(_));
         // A budget given by the caller replaces the scene's whole budget.
         let (seconds, max_calibrations) = match (options.seconds, options.calibrations) {
@@ -258,6 +276,7 @@ impl Search {
             parameters: scene.parameters.clone(),
             inputs,
             context,
+            held,
             fit,
             slots,
             turn: 0,
@@ -355,260 +374,6 @@ impl Search {
         }
     }
 
-    fn warn(&mut self, message: String, on_event: &mut impl FnMut(Event<'_>)) {
-        on_event(Event::Warning(&message));
-        self.warning_count += 1;
-        if self.warnings.len() < MAX_WARNINGS {
-            self.warnings.push(message);
-        }
-    }
-
-    fn drain_notes(&mut self, notes: Notes, on_event: &mut impl FnMut(Event<'_>)) {
-        for w in notes.warnings {
-            self.warn(w, on_event);
-        }
-    }
-
-    /// A proposer failed: it leaves the search, which goes on with the others.
-    fn drop_proposer(&mut self, i: usize, e: ProposerError, on_event: &mut impl FnMut(Event<'_>)) {
-        self.slots[i].done = true;
-        self.slots[i].failed = true;
-        self.slots[i].tally.error = Some(e.message.clone());
-        self.warn(format!("{e} (it leaves the search)"), on_event);
-    }
-
-    /// The next proposal, asking the proposers in turn when the queue is empty.
-    fn next_proposal(
-        &mut self,
-        free: usize,
-        on_event: &mut impl FnMut(Event<'_>),
-    ) -> Option<(usize, Proposal)> {
-        for _ in 0..=self.slots.len() {
-            if let Some(p) = self.queue.pop_front() {
-                return Some(p);
-            }
-            let i = (0..self.slots.len())
-                .map(|k| (self.turn + k) % self.slots.len())
-                .find(|&i| !self.slots[i].done)?;
-            self.turn = (i + 1) % self.slots.len();
-            let mut notes = Notes::default();
-            let got = self.slots[i].proposer.propose(free, &mut notes);
-            self.drain_notes(notes, on_event);
-            match got {
-                Ok(list) if list.is_empty() => self.slots[i].done = true,
-                Ok(list) => self.queue.extend(list.into_iter().map(|p| (i, p))),
-                Err(e) => self.drop_proposer(i, e, on_event),
-            }
-        }
-        self.queue.pop_front()
-    }
-
-    /// Admits proposals until the window is full or the budget is spent.
-    fn refill(&mut self, on_event: &mut impl FnMut(Event<'_>)) {
-        let mut members = Vec::new();
-        let mut rejected = Vec::new();
-        let draws = u64::from(self.spec.calibration.draws);
-        while self.inflight.len() + rejected.len() < self.spec.window {
-            let left = self
-                .max_calibrations
-                .map_or(u64::MAX, |m| m - self.admitted);
-            if left == 0 {
-                break;
-            }
-            let free = self.spec.window - self.inflight.len() - rejected.len();
-            let Some((slot, proposal)) = self.next_proposal(free, on_event) else {
-                break;
-            };
-            let index = self.next_candidate;
-            self.next_candidate += 1;
-            let n = draws.min(left);
-            self.admitted += n;
-            let skeleton = expr::skeleton(&proposal.src, &proposal.params)
-                .unwrap_or_else(|_| proposal.src.chars().take(200).collect());
-            let flight = Inflight {
-                proposer: slot,
-                proposal,
-                skeleton,
-            };
-            if let Err(why) = self.check_proposal(&flight.proposal) {
-                rejected.push((index, n, flight, why));
-                continue;
-            }
-            let params = Parameters {
-                names: flight.proposal.params.clone(),
-                init: self.parameters.init.clone(),
-                restarts: Restarts {
-                    count: n as u32,
-                    scale: 0.0,
-                    seed: mix(self.spec.seed, index),
-                },
-                bounds: self.parameters.bounds.clone(),
-            };
-            members.push(population::member(
-                &self.protocol,
-                index as usize,
-                flight.proposal.name.clone(),
-                flight.proposal.src.clone(),
-                &params,
-                self.context.data.clone(),
-                self.context.shared.clone(),
-            ));
-            self.inflight.insert(index, flight);
-        }
-        self.fit.admit(members);
-        // A proposal that cannot even be admitted is a failed calibration of each draw.
-        let mut records = Vec::new();
-        for (index, n, flight, why) in rejected {
-            for draw in 0..n as u32 {
-                records.push((
-                    flight.proposer,
-                    self.make_record(
-                        &flight,
-                        index,
-                        draw,
-                        Default::default(),
-                        (f64::NAN, None),
-                        ("failed", Some(why.clone())),
-                    ),
-                ));
-            }
-            self.slots[flight.proposer].tally.candidates += 1;
-        }
-        self.emit(records, on_event);
-    }
-
-    /// What makes a proposal unusable before it is decoded: its size and parameter names.
-    fn check_proposal(&self, p: &Proposal) -> Result<(), String> {
-        if p.src.len() > MAX_SOURCE_BYTES {
-            return Err(format!(
-                "the program is {} bytes, over the {} KiB limit",
-                p.src.len(),
-                MAX_SOURCE_BYTES >> 10
-            ));
-        }
-        for (i, name) in p.params.iter().enumerate() {
-            let ok = !name.is_empty()
-                && !name.contains(|c: char| c.is_whitespace() || "()[]'\";`,".contains(c))
-                && name.parse::<f64>().is_err();
-            if !ok {
-                return Err(format!("`{name}` is not a parameter name"));
-            }
-            if p.params[..i].contains(name) {
-                return Err(format!("parameter `{name}` is listed twice"));
-            }
-            if self.inputs.contains(name) {
-                return Err(format!("parameter `{name}` is also a data column"));
-            }
-            if self.context.shared.numbers.iter().any(|(n, _)| n == name)
-                || self.context.shared.matrices.iter().any(|m| &m.name == name)
-            {
-                return Err(format!("parameter `{name}` is also a scene input"));
-            }
-        }
-        Ok(())
-    }
-
-    fn make_record(
-        &self,
-        flight: &Inflight,
-        candidate: u64,
-        draw: u32,
-        params: std::collections::BTreeMap<String, f64>,
-        (train_loss, held_out_r2): (f64, Option<f64>),
-        (status, detail): (&'static str, Option<String>),
-    ) -> Record {
-        let ok = matches!(status, "done" | "converged" | "stopped");
-        let success = ok
-            && match self.spec.success {
-                Success::HeldOutR2(t) => held_out_r2.is_some_and(|r| r > t),
-                Success::TrainLoss(t) => train_loss < t,
-            };
-        Record {
-            calibration: 0,
-            candidate,
-            draw,
-            proposer: self.slots[flight.proposer].proposer.name().to_string(),
-            name: flight.proposal.name.clone(),
-            skeleton: flight.skeleton.clone(),
-            src: flight.proposal.src.clone(),
-            params,
-            train_loss,
-            held_out_r2,
-            success,
-            status,
-            detail,
-        }
-    }
-
-    /// Records of the retired candidates, one per draw.
-    fn record(
-        &mut self,
-        done: Vec<crate::report::CandidateResult>,
-        on_event: &mut impl FnMut(Event<'_>),
-    ) {
-        let mut records = Vec::new();
-        for c in done {
-            let index = c.index as u64;
-            let Some(flight) = self.inflight.remove(&index) else {
-                continue;
-            };
-            self.slots[flight.proposer].tally.candidates += 1;
-            for (draw, r) in c.restarts.iter().enumerate() {
-                let record = self.make_record(
-                    &flight,
-                    index,
-                    draw as u32,
-                    r.params.clone(),
-                    (r.loss, r.held_out_r2),
-                    (c.status, c.detail.clone()),
-                );
-                records.push((flight.proposer, record));
-            }
-        }
-        self.emit(records, on_event);
-    }
-
-    /// Numbers the records, counts them, passes them on and shows them to the proposers.
-    fn emit(&mut self, records: Vec<(usize, Record)>, on_event: &mut impl FnMut(Event<'_>)) {
-        if records.is_empty() {
-            return;
-        }
-        let now = self.elapsed();
-        let mut out = Vec::with_capacity(records.len());
-        for (slot, mut r) in records {
-            r.calibration = self.tally.calibrations;
-            let before = self.tally.successful_skeletons.len();
-            let improved = self.tally.add(&r);
-            let new_success = self.tally.successful_skeletons.len() > before;
-            if r.success && self.first_success_s.is_none() {
-                self.first_success_s = Some(now);
-            }
-            let tally = &mut self.slots[slot].tally;
-            tally.calibrations += 1;
-            tally.successes += u64::from(r.success);
-            on_event(Event::Calibrated(&r, now));
-            if improved || new_success {
-                let p = self.point();
-                self.frontier.offer(p, new_success);
-            }
-            out.push(r);
-        }
-        let records = out;
-        let p = self.point();
-        self.frontier.offer(p, false);
-        for i in 0..self.slots.len() {
-            if self.slots[i].failed {
-                continue;
-            }
-            let mut notes = Notes::default();
-            let seen = self.slots[i].proposer.observe(&records, &mut notes);
-            self.drain_notes(notes, on_event);
-            if let Err(e) = seen {
-                self.drop_proposer(i, e, on_event);
-            }
-        }
-    }
-
     fn report(&mut self, stopped_by: &'static str) -> SearchReport {
         let unfinished: u64 = self
             .inflight
@@ -633,158 +398,4 @@ impl Search {
             frontier: self.frontier.clone(),
         })
     }
-}
-
-/// splitmix64 of `seed` and `i`: a different, well-mixed seed for every candidate.
-pub fn mix(seed: u64, i: u64) -> u64 {
-    let mut z = seed ^ i.wrapping_add(1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
-
-/// Evolve's operators must be primitives the engine knows (with the plugins').
-fn check_grammar(spec: &Spec, engine: &Engine) -> Result<(), SearchError> {
-    for p in &spec.proposers {
-        let Some(e) = p.evolve() else { continue };
-        let forms = e
-            .unary
-            .iter()
-            .map(|u| (u, format!("({u} x)")))
-            .chain(e.binary.iter().map(|b| (b, format!("({b} x x)"))));
-        for (name, src) in forms {
-            ndvm_engine::Program::with_primitives(&src, &["x"], &engine.primitives).map_err(
-                |err| {
-                    SearchError::Setting(format!(
-                        "`Evolve`: `{name}` cannot be used as an operator: {}",
-                        err.message
-                    ))
-                },
-            )?;
-        }
-    }
-    Ok(())
-}
-
-/// Starts every proposer of the scene, in order, each with its own seed.
-fn start_proposers(
-    scene: &Scene,
-    spec: &Spec,
-    base: &Path,
-    inputs: &[String],
-    options: &SearchOptions,
-    seeds: Vec<Proposal>,
-    notes: &mut Notes,
-) -> Result<Vec<Slot>, SearchError> {
-    let success = match spec.success {
-        Success::HeldOutR2(t) => format!("held-out R² > {t}"),
-        Success::TrainLoss(t) => format!("training loss < {t}"),
-    };
-    let mut slots = Vec::new();
-    let mut push = |p: Box<dyn Proposer>| {
-        slots.push(Slot {
-            tally: ProposerTally {
-                name: p.name().to_string(),
-                ..ProposerTally::default()
-            },
-            proposer: p,
-            done: false,
-            failed: false,
-        });
-    };
-    // The scene's own candidates come first, once.
-    if !seeds.is_empty() {
-        push(Box::new(proposer::Seeds { list: seeds.into() }));
-    }
-    for (i, p) in spec.proposers.iter().enumerate() {
-        let context = Context {
-            inputs: inputs.to_vec(),
-            shared: scene.inputs.keys().cloned().collect(),
-            params: scene.parameters.names.clone(),
-            success: success.clone(),
-            seed: mix(spec.seed, 1 << 32 | i as u64),
-            base: base.to_path_buf(),
-        };
-        let p: Box<dyn Proposer> = match p {
-            ProposerSpec::Stream { path, cycle, take } => {
-                let s = stream::Stream::open(&base.join(path), path, *take, *cycle, notes)
-                    .map_err(SearchError::Setting)?;
-                Box::new(s)
-            }
-            ProposerSpec::Command {
-                argv,
-                name,
-                timeout_seconds,
-                batch,
-            } => Box::new(command::CommandProposer::start(
-                argv,
-                name.as_deref(),
-                *timeout_seconds,
-                *batch,
-                &context,
-            )?),
-            ProposerSpec::Evolve { .. } => {
-                let settings = p.evolve().unwrap_or_default();
-                Box::new(evolve::Evolve::new(&settings, &context).map_err(SearchError::Setting)?)
-            }
-            ProposerSpec::Plugin { name, settings } => options
-                .proposers
-                .build(name, settings, &context)
-                .map_err(SearchError::Setting)?,
-        };
-        push(p);
-    }
-    Ok(slots)
-}
-
-/// The scene's own `candidates`, as proposals of the seeds proposer.
-fn scene_seeds(
-    scene: &Scene,
-    base: &Path,
-    notes: &mut Notes,
-) -> Result<Vec<Proposal>, SearchError> {
-    let mut out = Vec::new();
-    for c in &scene.candidates {
-        match c {
-            Candidates::Inline {
-                name,
-                src,
-                parameters,
-                data,
-            } => {
-                if data.is_some() {
-                    return Err(SearchError::Setting(format!(
-                        "candidate `{name}`: a search calibrates every candidate on the scene's \
-                         data; remove its own `data`"
-                    )));
-                }
-                out.push(Proposal {
-                    src: src.clone(),
-                    params: parameters
-                        .as_ref()
-                        .map_or(&scene.parameters.names, |p| &p.names)
-                        .clone(),
-                    name: name.clone(),
-                });
-            }
-            Candidates::File(path) => {
-                let src = stream::read_bounded(&base.join(path))
-                    .map_err(|e| SearchError::Setting(format!("{path}: {e}")))?;
-                out.push(Proposal {
-                    src,
-                    params: scene.parameters.names.clone(),
-                    name: PathBuf::from(path)
-                        .file_stem()
-                        .map_or_else(|| path.clone(), |s| s.to_string_lossy().into_owned()),
-                });
-            }
-            Candidates::Stream { path, take } => {
-                let mut s = stream::Stream::open(&base.join(path), path, *take, false, notes)
-                    .map_err(SearchError::Setting)?;
-                let n = s.len();
-                out.extend(s.propose(n, notes).unwrap_or_default());
-            }
-        }
-    }
-    Ok(out)
 }

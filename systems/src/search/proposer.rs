@@ -5,11 +5,66 @@
 //! no candidates is exhausted, one that returns an error is dropped (the error is reported and
 //! the search goes on with the others). Three are built in — [`super::stream::Stream`],
 //! [`super::command::CommandProposer`] and [`super::evolve::Evolve`] — and a plugin adds more
-//! with [`ProposerRegistry::register`]; a scene names it `Plugin(name: "…", settings: {…})`.
+//! ([`crate::plugin::EngineBuilder::proposer`]); a scene names it
+//! `Plugin(name: "…", settings: {…})`.
 //!
 //! Everything a proposer does must depend only on what it was told (its settings, its seed,
 //! the results it saw): then a search under a calibration budget is byte-identical at every
 //! thread count.
+//!
+//! ```
+//! use ndvm_components::scene::Scene;
+//! use ndvm_systems::plugin::{EngineBuilder, Plugin};
+//! use ndvm_systems::search::{Notes, Proposal, Proposer, ProposerError, Search, SearchOptions};
+//!
+//! /// Proposes `(* a (expt x k))` for k = 1, 2, … up to `max`.
+//! #[derive(Debug)]
+//! struct Powers { next: u32, max: u32 }
+//!
+//! impl Proposer for Powers {
+//!     fn name(&self) -> &str { "powers" }
+//!     fn propose(&mut self, n: usize, _: &mut Notes) -> Result<Vec<Proposal>, ProposerError> {
+//!         let mut out = Vec::new();
+//!         while out.len() < n && self.next <= self.max {
+//!             out.push(Proposal {
+//!                 src: format!("(* a (expt x {}))", self.next),
+//!                 params: vec!["a".into()],
+//!                 name: format!("power {}", self.next),
+//!             });
+//!             self.next += 1;
+//!         }
+//!         Ok(out) // empty: nothing more to give
+//!     }
+//! }
+//!
+//! struct PowersPlugin;
+//! impl Plugin for PowersPlugin {
+//!     fn build(&self, engine: &mut EngineBuilder) {
+//!         engine.proposer("powers", |settings, _context| {
+//!             let max = settings.get("max").and_then(|m| m.parse().ok()).unwrap_or(4);
+//!             Ok(Box::new(Powers { next: 1, max }))
+//!         });
+//!     }
+//! }
+//!
+//! let scene = Scene::from_ron(r#"Scene(
+//!     candidates: [],
+//!     data: Some(Synthetic(program: "(* 0.5 (* x x x))", inputs: {"x": Linspace(0.0, 2.0, 40)},
+//!                          split: Split(train: 0.75, seed: 1))),
+//!     loss: Mse,
+//!     search: Some(Search(
+//!         proposers: [Plugin(name: "powers", settings: {"max": "5"})],
+//!         calibration: Calibration(steps: 200, optimizer: Adam(lr: 0.05)),
+//!         success: HeldOutR2(0.999),
+//!     )),
+//! )"#).unwrap();
+//! let engine = EngineBuilder::new().plugin(&PowersPlugin).build().unwrap();
+//! let options = SearchOptions { engine, ..SearchOptions::default() };
+//! let report = Search::new(&scene, std::path::Path::new("."), &options).unwrap().run(|_| {});
+//! assert_eq!(report.summary.calibrations, 5 * 4);
+//! assert_eq!(report.summary.stopped_by, "proposers");
+//! assert_eq!(report.successes[0].src, "(* a (expt x 3))");
+//! ```
 
 use super::record::Record;
 use std::collections::BTreeMap;

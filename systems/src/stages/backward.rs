@@ -53,6 +53,17 @@ pub fn backward<R: Real>(
                 continue;
             }
             let row = &mut out.grads[p * n..(p + 1) * n];
+            let first = group.lanes.first().copied().unwrap_or(0);
+            if whole && group.lanes.last() == Some(&(first + n - 1)) {
+                // Consecutive lanes, all walked: the common case, one pass over three slices.
+                let weights = &results.weights[first..first + n];
+                for ((o, &w), &g) in row.iter_mut().zip(weights).zip(g) {
+                    if w != 0.0 {
+                        *o = w * g.to_f64();
+                    }
+                }
+                continue;
+            }
             for (i, (&lane, o)) in group.lanes.iter().zip(row).enumerate() {
                 let w = results.weights[lane];
                 if w != 0.0 {

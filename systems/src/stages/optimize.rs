@@ -84,7 +84,7 @@ fn gather(spec: &FitSpec, ids: &Groups, groups: &Query<(&LaneGroup, &GroupOutput
     let mut grads = vec![0.0; params * restarts];
     let sum = |grads: &mut [f64], per_lane: &[f64], p: usize| {
         for (r, chunk) in per_lane.chunks_exact(points).enumerate() {
-            grads[p * restarts + r] = chunk.iter().fold(0.0, |acc, &x| acc + x);
+            grads[p * restarts + r] = crate::loss::lane_sum(chunk);
         }
     };
     // One group holding every lane: its gradients are already in lane order.

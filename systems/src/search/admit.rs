@@ -1,0 +1,174 @@
+//! Admission: asking the proposers in turn and admitting their candidates into the fit.
+//!
+//! When the window has room, the search takes the next proposal from its queue (asking the
+//! next proposer in turn when the queue is empty), checks what can be checked before decoding
+//! (size, parameter names), draws its starting values from a seed of its own (the search's
+//! seed and the candidate's number) and adds it to the fit. A proposal that cannot be admitted
+//! becomes a failed calibration of each draw, with the reason.
+
+use super::setup::mix;
+use super::{
+    Event, Inflight, MAX_SOURCE_BYTES, MAX_WARNINGS, Notes, Proposal, ProposerError, Search,
+};
+use crate::population;
+use ndvm_components::scene::{Parameters, Restarts};
+
+impl Search {
+    pub(super) fn warn(&mut self, message: String, on_event: &mut impl FnMut(Event<'_>)) {
+        on_event(Event::Warning(&message));
+        self.warning_count += 1;
+        if self.warnings.len() < MAX_WARNINGS {
+            self.warnings.push(message);
+        }
+    }
+
+    pub(super) fn drain_notes(&mut self, notes: Notes, on_event: &mut impl FnMut(Event<'_>)) {
+        for w in notes.warnings {
+            self.warn(w, on_event);
+        }
+    }
+
+    /// A proposer failed: it leaves the search, which goes on with the others.
+    pub(super) fn drop_proposer(
+        &mut self,
+        i: usize,
+        e: ProposerError,
+        on_event: &mut impl FnMut(Event<'_>),
+    ) {
+        self.slots[i].done = true;
+        self.slots[i].failed = true;
+        self.slots[i].tally.error = Some(e.message.clone());
+        self.warn(format!("{e} (it leaves the search)"), on_event);
+    }
+
+    /// The next proposal, asking the proposers in turn when the queue is empty.
+    pub(super) fn next_proposal(
+        &mut self,
+        free: usize,
+        on_event: &mut impl FnMut(Event<'_>),
+    ) -> Option<(usize, Proposal)> {
+        for _ in 0..=self.slots.len() {
+            if let Some(p) = self.queue.pop_front() {
+                return Some(p);
+            }
+            let i = (0..self.slots.len())
+                .map(|k| (self.turn + k) % self.slots.len())
+                .find(|&i| !self.slots[i].done)?;
+            self.turn = (i + 1) % self.slots.len();
+            let mut notes = Notes::default();
+            let got = self.slots[i].proposer.propose(free, &mut notes);
+            self.drain_notes(notes, on_event);
+            match got {
+                Ok(list) if list.is_empty() => self.slots[i].done = true,
+                Ok(list) => self.queue.extend(list.into_iter().map(|p| (i, p))),
+                Err(e) => self.drop_proposer(i, e, on_event),
+            }
+        }
+        self.queue.pop_front()
+    }
+
+    /// Admits proposals until the window is full or the budget is spent.
+    pub(super) fn refill(&mut self, on_event: &mut impl FnMut(Event<'_>)) {
+        let mut members = Vec::new();
+        let mut rejected = Vec::new();
+        let draws = u64::from(self.spec.calibration.draws);
+        while self.inflight.len() + rejected.len() < self.spec.window {
+            let left = self
+                .max_calibrations
+                .map_or(u64::MAX, |m| m - self.admitted);
+            if left == 0 {
+                break;
+            }
+            let free = self.spec.window - self.inflight.len() - rejected.len();
+            let Some((slot, proposal)) = self.next_proposal(free, on_event) else {
+                break;
+            };
+            let index = self.next_candidate;
+            self.next_candidate += 1;
+            let n = draws.min(left);
+            self.admitted += n;
+            let skeleton = super::expr::skeleton(&proposal.src, &proposal.params)
+                .unwrap_or_else(|_| proposal.src.chars().take(200).collect());
+            let flight = Inflight {
+                proposer: slot,
+                proposal,
+                skeleton,
+            };
+            if let Err(why) = self.check_proposal(&flight.proposal) {
+                rejected.push((index, n, flight, why));
+                continue;
+            }
+            let params = Parameters {
+                names: flight.proposal.params.clone(),
+                init: self.parameters.init.clone(),
+                restarts: Restarts {
+                    count: n as u32,
+                    scale: 0.0,
+                    seed: mix(self.spec.seed, index),
+                },
+                bounds: self.parameters.bounds.clone(),
+            };
+            members.push(population::member(
+                &self.protocol,
+                index as usize,
+                flight.proposal.name.clone(),
+                flight.proposal.src.clone(),
+                &params,
+                self.context.data.clone(),
+                self.context.shared.clone(),
+            ));
+            self.inflight.insert(index, flight);
+        }
+        self.fit.admit(members);
+        // A proposal that cannot even be admitted is a failed calibration of each draw.
+        let mut records = Vec::new();
+        for (index, n, flight, why) in rejected {
+            for draw in 0..n as u32 {
+                records.push((
+                    flight.proposer,
+                    self.make_record(
+                        &flight,
+                        index,
+                        draw,
+                        Default::default(),
+                        (f64::NAN, None),
+                        ("failed", Some(why.clone())),
+                    ),
+                ));
+            }
+            self.slots[flight.proposer].tally.candidates += 1;
+        }
+        self.emit(records, on_event);
+    }
+
+    /// What makes a proposal unusable before it is decoded: its size and parameter names.
+    pub(super) fn check_proposal(&self, p: &Proposal) -> Result<(), String> {
+        if p.src.len() > MAX_SOURCE_BYTES {
+            return Err(format!(
+                "the program is {} bytes, over the {} KiB limit",
+                p.src.len(),
+                MAX_SOURCE_BYTES >> 10
+            ));
+        }
+        for (i, name) in p.params.iter().enumerate() {
+            let ok = !name.is_empty()
+                && !name.contains(|c: char| c.is_whitespace() || "()[]'\";`,".contains(c))
+                && name.parse::<f64>().is_err();
+            if !ok {
+                return Err(format!("`{name}` is not a parameter name"));
+            }
+            if p.params[..i].contains(name) {
+                return Err(format!("parameter `{name}` is listed twice"));
+            }
+            if self.inputs.contains(name) {
+                return Err(format!("parameter `{name}` is also a data column"));
+            }
+            if self.context.shared.numbers.iter().any(|(n, _)| n == name)
+                || self.context.shared.matrices.iter().any(|m| &m.name == name)
+            {
+                return Err(format!("parameter `{name}` is also a scene input"));
+            }
+        }
+        Ok(())
+    }
+}

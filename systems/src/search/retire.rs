@@ -1,0 +1,127 @@
+//! Retirement: finished candidates become records — one per draw — in log order.
+//!
+//! After every fit step the search takes the finished candidates out of the fit, evaluates the
+//! held-out points at each draw's final constants, decides success, numbers the records, counts
+//! them (tally, frontier, per-proposer counts), passes them to the caller and shows them to
+//! every proposer still in the search.
+
+use super::{Event, Inflight, Notes, Record, Search};
+use ndvm_components::search::Success;
+
+impl Search {
+    pub(super) fn make_record(
+        &self,
+        flight: &Inflight,
+        candidate: u64,
+        draw: u32,
+        params: std::collections::BTreeMap<String, f64>,
+        (train_loss, held_out_r2): (f64, Option<f64>),
+        (status, detail): (&'static str, Option<String>),
+    ) -> Record {
+        let ok = matches!(status, "done" | "converged" | "stopped");
+        let success = ok
+            && match self.spec.success {
+                Success::HeldOutR2(t) => held_out_r2.is_some_and(|r| r > t),
+                Success::TrainLoss(t) => train_loss < t,
+            };
+        Record {
+            calibration: 0,
+            candidate,
+            draw,
+            proposer: self.slots[flight.proposer].proposer.name().to_string(),
+            name: flight.proposal.name.clone(),
+            skeleton: flight.skeleton.clone(),
+            src: flight.proposal.src.clone(),
+            params,
+            train_loss,
+            held_out_r2,
+            success,
+            status,
+            detail,
+        }
+    }
+
+    /// Records of the retired candidates, one per draw.
+    pub(super) fn record(
+        &mut self,
+        done: Vec<crate::report::CandidateResult>,
+        on_event: &mut impl FnMut(Event<'_>),
+    ) {
+        let mut records = Vec::new();
+        for c in done {
+            let index = c.index as u64;
+            let Some(flight) = self.inflight.remove(&index) else {
+                continue;
+            };
+            self.slots[flight.proposer].tally.candidates += 1;
+            let r2 = if matches!(c.status, "done" | "converged" | "stopped") {
+                let names = &flight.proposal.params;
+                let finals: Vec<Vec<f64>> = c
+                    .restarts
+                    .iter()
+                    .map(|r| names.iter().map(|n| r.params[n]).collect())
+                    .collect();
+                self.held.r2(&flight.proposal.src, names, &finals)
+            } else {
+                vec![None; c.restarts.len()]
+            };
+            for (draw, r) in c.restarts.iter().enumerate() {
+                let record = self.make_record(
+                    &flight,
+                    index,
+                    draw as u32,
+                    r.params.clone(),
+                    (r.loss, r2[draw]),
+                    (c.status, c.detail.clone()),
+                );
+                records.push((flight.proposer, record));
+            }
+        }
+        self.emit(records, on_event);
+    }
+
+    /// Numbers the records, counts them, passes them on and shows them to the proposers.
+    pub(super) fn emit(
+        &mut self,
+        records: Vec<(usize, Record)>,
+        on_event: &mut impl FnMut(Event<'_>),
+    ) {
+        if records.is_empty() {
+            return;
+        }
+        let now = self.elapsed();
+        let mut out = Vec::with_capacity(records.len());
+        for (slot, mut r) in records {
+            r.calibration = self.tally.calibrations;
+            let before = self.tally.successful_skeletons.len();
+            let improved = self.tally.add(&r);
+            let new_success = self.tally.successful_skeletons.len() > before;
+            if r.success && self.first_success_s.is_none() {
+                self.first_success_s = Some(now);
+            }
+            let tally = &mut self.slots[slot].tally;
+            tally.calibrations += 1;
+            tally.successes += u64::from(r.success);
+            on_event(Event::Calibrated(&r, now));
+            if improved || new_success {
+                let p = self.point();
+                self.frontier.offer(p, new_success);
+            }
+            out.push(r);
+        }
+        let records = out;
+        let p = self.point();
+        self.frontier.offer(p, false);
+        for i in 0..self.slots.len() {
+            if self.slots[i].failed {
+                continue;
+            }
+            let mut notes = Notes::default();
+            let seen = self.slots[i].proposer.observe(&records, &mut notes);
+            self.drain_notes(notes, on_event);
+            if let Err(e) = seen {
+                self.drop_proposer(i, e, on_event);
+            }
+        }
+    }
+}

@@ -1,0 +1,165 @@
+//! Setting a search up: the scene's own candidates, the Evolve grammar's check, and the
+//! proposers of the scene, each started with a seed of its own.
+
+use super::proposer::{self, Context, Notes, Proposal, Proposer};
+use super::record::ProposerTally;
+use super::{SearchError, SearchOptions, Slot, command, evolve, stream};
+use crate::plugin::Engine;
+use ndvm_components::scene::{Candidates, Scene};
+use ndvm_components::search::{ProposerSpec, Search as Spec, Success};
+use std::path::{Path, PathBuf};
+
+/// splitmix64 of `seed` and `i`: a different, well-mixed seed for every candidate.
+pub fn mix(seed: u64, i: u64) -> u64 {
+    let mut z = seed ^ i.wrapping_add(1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// Evolve's operators must be primitives the engine knows (with the plugins').
+pub(super) fn check_grammar(spec: &Spec, engine: &Engine) -> Result<(), SearchError> {
+    for p in &spec.proposers {
+        let Some(e) = p.evolve() else { continue };
+        let forms = e
+            .unary
+            .iter()
+            .map(|u| (u, format!("({u} x)")))
+            .chain(e.binary.iter().map(|b| (b, format!("({b} x x)"))));
+        for (name, src) in forms {
+            ndvm_engine::Program::with_primitives(&src, &["x"], &engine.primitives).map_err(
+                |err| {
+                    SearchError::Setting(format!(
+                        "`Evolve`: `{name}` cannot be used as an operator: {}",
+                        err.message
+                    ))
+                },
+            )?;
+        }
+    }
+    Ok(())
+}
+
+/// Starts every proposer of the scene, in order, each with its own seed.
+pub(super) fn start_proposers(
+    scene: &Scene,
+    spec: &Spec,
+    base: &Path,
+    inputs: &[String],
+    options: &SearchOptions,
+    seeds: Vec<Proposal>,
+    notes: &mut Notes,
+) -> Result<Vec<Slot>, SearchError> {
+    let success = match spec.success {
+        Success::HeldOutR2(t) => format!("held-out R² > {t}"),
+        Success::TrainLoss(t) => format!("training loss < {t}"),
+    };
+    let mut slots = Vec::new();
+    let mut push = |p: Box<dyn Proposer>| {
+        slots.push(Slot {
+            tally: ProposerTally {
+                name: p.name().to_string(),
+                ..ProposerTally::default()
+            },
+            proposer: p,
+            done: false,
+            failed: false,
+        });
+    };
+    // The scene's own candidates come first, once.
+    if !seeds.is_empty() {
+        push(Box::new(proposer::Seeds { list: seeds.into() }));
+    }
+    for (i, p) in spec.proposers.iter().enumerate() {
+        let context = Context {
+            inputs: inputs.to_vec(),
+            shared: scene.inputs.keys().cloned().collect(),
+            params: scene.parameters.names.clone(),
+            success: success.clone(),
+            seed: mix(spec.seed, 1 << 32 | i as u64),
+            base: base.to_path_buf(),
+        };
+        let p: Box<dyn Proposer> = match p {
+            ProposerSpec::Stream { path, cycle, take } => {
+                let s = stream::Stream::open(&base.join(path), path, *take, *cycle, notes)
+                    .map_err(SearchError::Setting)?;
+                Box::new(s)
+            }
+            ProposerSpec::Command {
+                argv,
+                name,
+                timeout_seconds,
+                batch,
+            } => Box::new(command::CommandProposer::start(
+                argv,
+                name.as_deref(),
+                *timeout_seconds,
+                *batch,
+                &context,
+            )?),
+            ProposerSpec::Evolve { .. } => {
+                let settings = p.evolve().unwrap_or_default();
+                Box::new(evolve::Evolve::new(&settings, &context).map_err(SearchError::Setting)?)
+            }
+            ProposerSpec::Plugin { name, settings } => options
+                .engine
+                .proposers
+                .build(name, settings, &context)
+                .map_err(SearchError::Setting)?,
+        };
+        push(p);
+    }
+    Ok(slots)
+}
+
+/// The scene's own `candidates`, as proposals of the seeds proposer.
+pub(super) fn scene_seeds(
+    scene: &Scene,
+    base: &Path,
+    notes: &mut Notes,
+) -> Result<Vec<Proposal>, SearchError> {
+    let mut out = Vec::new();
+    for c in &scene.candidates {
+        match c {
+            Candidates::Inline {
+                name,
+                src,
+                parameters,
+                data,
+            } => {
+                if data.is_some() {
+                    return Err(SearchError::Setting(format!(
+                        "candidate `{name}`: a search calibrates every candidate on the scene's \
+                         data; remove its own `data`"
+                    )));
+                }
+                out.push(Proposal {
+                    src: src.clone(),
+                    params: parameters
+                        .as_ref()
+                        .map_or(&scene.parameters.names, |p| &p.names)
+                        .clone(),
+                    name: name.clone(),
+                });
+            }
+            Candidates::File(path) => {
+                let src = stream::read_bounded(&base.join(path))
+                    .map_err(|e| SearchError::Setting(format!("{path}: {e}")))?;
+                out.push(Proposal {
+                    src,
+                    params: scene.parameters.names.clone(),
+                    name: PathBuf::from(path)
+                        .file_stem()
+                        .map_or_else(|| path.clone(), |s| s.to_string_lossy().into_owned()),
+                });
+            }
+            Candidates::Stream { path, take } => {
+                let mut s = stream::Stream::open(&base.join(path), path, *take, false, notes)
+                    .map_err(SearchError::Setting)?;
+                let n = s.len();
+                out.extend(s.propose(n, notes).unwrap_or_default());
+            }
+        }
+    }
+    Ok(out)
+}
