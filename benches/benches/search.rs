@@ -112,24 +112,25 @@ fn recurrence(seconds: f64) {
     println!();
 }
 
-fn feynman_laws(seconds: f64, only: usize) {
+fn feynman_laws(seconds: f64, only: usize, max_checks: usize) {
     println!(
-        "{:<20} {:>12} {:>10} {:>12} {:>8}  program",
+        "{:<20} {:>12} {:>10} {:>8} {:>10}  first found / simplest found",
         "law", "calibrations", "recovered", "after s", "checked"
     );
     let mut recovered = 0;
     let laws = feynman::laws();
     for (i, law) in laws.iter().enumerate().take(only) {
-        let o = feynman::run(law, seconds, 2, i as u64 + 1);
+        let o = feynman::run(law, seconds, 2, i as u64 + 1, max_checks);
         let (yes, at, src) = match &o.recovered {
             Some((t, r)) => {
                 recovered += 1;
-                ("yes", format!("{t:.2}"), r.src.clone())
+                let simplest = o.simplest.as_ref().map_or("", |s| s.src.as_str());
+                ("yes", format!("{t:.2}"), format!("{} / {simplest}", r.src))
             }
             None => ("no", "-".into(), String::new()),
         };
         println!(
-            "{:<20} {:>12} {:>10} {:>12} {:>8}  {src}",
+            "{:<20} {:>12} {:>10} {:>8} {:>10}  {src}",
             o.law,
             o.calibrations,
             yes,
@@ -156,7 +157,7 @@ fn main() {
         scalar(0.5);
         seeds(0.3, 1);
         recurrence(0.5);
-        feynman_laws(2.0, 1);
+        feynman_laws(2.0, 1, 10);
         return;
     }
     if all || part == "scalar" {
@@ -169,6 +170,6 @@ fn main() {
         recurrence(seconds.unwrap_or(10.0));
     }
     if all || part == "feynman" {
-        feynman_laws(seconds.unwrap_or(60.0), usize::MAX);
+        feynman_laws(seconds.unwrap_or(60.0), usize::MAX, feynman::MAX_CHECKS);
     }
 }

@@ -14,8 +14,10 @@ use std::path::{Path, PathBuf};
 
 /// R² a refitted program must reach against the noise-free law to count as the law.
 pub const IDENTITY_R2: f64 = 0.99999;
-/// Most distinct successful programs checked per law (in order of appearance).
+/// Most distinct successful programs checked per law (in order of appearance) in a full run.
 pub const MAX_CHECKS: usize = 400;
+/// Shortest successful programs checked for the simplest form of the law.
+const SIMPLEST_CHECKS: usize = 40;
 
 /// The scenes folder.
 pub fn scenes() -> PathBuf {
@@ -79,14 +81,17 @@ pub struct Outcome {
     pub wall_s: f64,
     /// The first calibration (and when) whose program is the law, if any.
     pub recovered: Option<(f64, Record)>,
+    /// The shortest successful program that is the law.
+    pub simplest: Option<Record>,
     /// Distinct successful programs, and how many were checked.
     pub successes: usize,
     pub checked: usize,
 }
 
 /// Runs the search on `law` for `seconds` on `threads`, then checks its successful programs
-/// in order of appearance until one is the law.
-pub fn run(law: &Law, seconds: f64, threads: usize, seed: u64) -> Outcome {
+/// in order of appearance until one is the law (at most `max_checks`), and the shortest ones
+/// for the simplest form.
+pub fn run(law: &Law, seconds: f64, threads: usize, seed: u64, max_checks: usize) -> Outcome {
     let scene = search_scene(law, seconds, seed);
     let options = SearchOptions {
         threads: Some(threads),
@@ -106,17 +111,27 @@ pub fn run(law: &Law, seconds: f64, threads: usize, seed: u64) -> Outcome {
     let mut checked = 0;
     let recovered = firsts
         .iter()
-        .take(MAX_CHECKS)
+        .take(max_checks)
         .find(|(_, r)| {
             checked += 1;
             is_the_law(law, r)
         })
         .cloned();
+    let mut shortest: Vec<&Record> = firsts.iter().map(|(_, r)| r).collect();
+    shortest.sort_by_key(|r| (r.src.len(), r.calibration));
+    let simplest = recovered.as_ref().and_then(|_| {
+        shortest
+            .into_iter()
+            .take(SIMPLEST_CHECKS.min(max_checks))
+            .find(|r| is_the_law(law, r))
+            .cloned()
+    });
     Outcome {
         law: law.name.clone(),
         calibrations: report.summary.calibrations,
         wall_s: report.timing.wall_s,
         recovered,
+        simplest,
         successes: firsts.len(),
         checked,
     }

@@ -185,10 +185,16 @@ fn every_shipped_scene_parses() {
         if path.to_string_lossy().ends_with(".scene.ron") {
             let name = path.file_name().and_then(|s| s.to_str()).expect("name");
             let scene = load(name);
-            Fit::new(&scene, Path::new(&scenes()), &FitOptions::default())
-                .unwrap_or_else(|e| panic!("{name}: {e}"));
+            if scene.search.is_some() {
+                let options = ndvm_systems::search::SearchOptions::default();
+                ndvm_systems::search::Search::new(&scene, Path::new(&scenes()), &options)
+                    .unwrap_or_else(|e| panic!("{name}: {e}"));
+            } else {
+                Fit::new(&scene, Path::new(&scenes()), &FitOptions::default())
+                    .unwrap_or_else(|e| panic!("{name}: {e}"));
+            }
             n += 1;
         }
     }
-    assert!(n >= 5, "{n} scenes");
+    assert!(n >= 9, "{n} scenes");
 }

@@ -93,6 +93,7 @@ impl Search {
                 proposer: slot,
                 proposal,
                 skeleton,
+                draws: n,
             };
             if let Err(why) = self.check_proposal(&flight.proposal) {
                 rejected.push((index, n, flight, why));

@@ -152,6 +152,8 @@ struct Inflight {
     proposer: usize,
     proposal: Proposal,
     skeleton: String,
+    /// Its draws (the last candidate under a calibration budget may get fewer).
+    draws: u64,
 }
 
 /// A running search.
@@ -236,7 +238,6 @@ impl Search {
                 // candidates, and one group is one walk and one pass over the gradients.
                 lanes_per_group: lanes_per_candidate.clamp(256, 4096),
                 walk_every_step: options.walk_every_step,
-                ..FitSettings::default()
             },
             engine: options.engine.clone(),
             precision: Some(precision),
@@ -375,11 +376,7 @@ impl Search {
     }
 
     fn report(&mut self, stopped_by: &'static str) -> SearchReport {
-        let unfinished: u64 = self
-            .inflight
-            .values()
-            .map(|_| u64::from(self.spec.calibration.draws))
-            .sum();
+        let unfinished: u64 = self.inflight.values().map(|f| f.draws).sum();
         report::build(report::Parts {
             spec: &self.spec,
             tally: &self.tally,
