@@ -7,11 +7,15 @@
 //! - `recurrence`: `scenes/search_recurrence.scene.ron`, 10 s at 2 threads.
 //! - `feynman`: an `Evolve` search per law of `scenes/feynman.scene.ron`, 60 s each on 2
 //!   threads, and whether (and when) it found the law up to constants.
+//! - `reference`: with `NDVM_REF_COSEARCH` naming the reference harness
+//!   (`benches/peers/cosearch.cpp`), both tasks on one thread, ndvm and the reference runtime in
+//!   alternating rounds (3 rounds of 10 s each by default), and the median ratio of their rates.
 //!
 //! ```sh
 //! cargo bench -p ndvm-benches --bench search                 # everything (about 18 minutes)
 //! cargo bench -p ndvm-benches --bench search -- scalar       # one part
 //! cargo bench -p ndvm-benches --bench search -- feynman 20   # 20 s per law
+//! NDVM_REF_COSEARCH=/tmp/refbuild/cosearch cargo bench -p ndvm-benches --bench search -- reference
 //! ```
 //!
 //! Under `cargo test --benches` (no `--bench` flag) every part runs once with a small budget.
@@ -141,6 +145,59 @@ fn feynman_laws(seconds: f64, only: usize, max_checks: usize) {
     println!("recovered {recovered} of {}\n", laws.len().min(only));
 }
 
+/// The reference harness's rate (one JSON object on standard output).
+fn reference_rate(binary: &str, stream: &str, task: &str, seconds: f64) -> serde_json::Value {
+    let out = std::process::Command::new(binary)
+        .arg(stream)
+        .arg(task)
+        .arg(seconds.to_string())
+        .output()
+        .expect("the reference harness runs");
+    serde_json::from_slice(&out.stdout).expect("the reference harness prints JSON")
+}
+
+fn reference(seconds: f64, rounds: usize) {
+    let Ok(binary) = std::env::var("NDVM_REF_COSEARCH") else {
+        println!("reference: set NDVM_REF_COSEARCH to the harness (benches/peers/README.md)\n");
+        return;
+    };
+    println!(
+        "{:<11} {:>5} {:>14} {:>14} {:>7}  (1 thread each; reference: first success s, best R², skeletons)",
+        "task", "round", "ndvm per s", "ref per s", "ratio"
+    );
+    for (task, scene, stream) in [
+        (
+            "scalar",
+            "search_scalar.scene.ron",
+            "scalar_stream_247.jsonl",
+        ),
+        (
+            "recurrence",
+            "search_recurrence.scene.ron",
+            "recurrence_stream_80.jsonl",
+        ),
+    ] {
+        let scene = load(scene);
+        let stream = feynman::scenes().join(stream).display().to_string();
+        let mut ratios = Vec::new();
+        for round in 0..rounds {
+            let ours = search(&scene, seconds, 1).timing.calibrations_per_second;
+            let theirs = reference_rate(&binary, &stream, task, seconds);
+            let rate = theirs["per_second"].as_f64().unwrap_or(f64::NAN);
+            ratios.push(ours / rate);
+            println!(
+                "{task:<11} {round:>5} {ours:>14.0} {rate:>14.0} {:>7.2}  ({}, {}, {})",
+                ours / rate,
+                theirs["first_success_s"],
+                theirs["best_r2"],
+                theirs["distinct_successes"]
+            );
+        }
+        ratios.sort_by(f64::total_cmp);
+        println!("{task}: median ratio {:.2}\n", ratios[ratios.len() / 2]);
+    }
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let full = args.iter().any(|a| a == "--bench");
@@ -168,6 +225,9 @@ fn main() {
     }
     if all || part == "recurrence" {
         recurrence(seconds.unwrap_or(10.0));
+    }
+    if all || part == "reference" {
+        reference(seconds.unwrap_or(10.0), 3);
     }
     if all || part == "feynman" {
         feynman_laws(seconds.unwrap_or(60.0), usize::MAX, feynman::MAX_CHECKS);

@@ -50,6 +50,15 @@ impl Record {
     }
 }
 
+/// The size of a skeleton: its atoms (operators, inputs, parameters and literals), the
+/// parsimony measure of [`Tally::simplest_success`].
+pub fn size(skeleton: &str) -> usize {
+    skeleton
+        .split(|c: char| c == '(' || c == ')' || c.is_whitespace())
+        .filter(|t| !t.is_empty())
+        .count()
+}
+
 /// Stable 64-bit key of a skeleton (for the sets that must stay small).
 pub fn key(skeleton: &str) -> u64 {
     let mut h = DefaultHasher::new();
@@ -145,6 +154,8 @@ pub struct Tally {
     pub best: Option<Record>,
     pub top: TopSkeletons,
     pub top_successes: TopSkeletons,
+    /// The smallest successful program (ties: the better score, then the earlier).
+    pub simplest_success: Option<Record>,
 }
 
 impl Tally {
@@ -158,6 +169,7 @@ impl Tally {
             best: None,
             top: TopSkeletons::new(keep, by_r2),
             top_successes: TopSkeletons::new(keep, by_r2),
+            simplest_success: None,
         }
     }
 
@@ -174,6 +186,14 @@ impl Tally {
                 self.first_success = Some(r.clone());
             }
             self.top_successes.offer(r);
+            let by_r2 = self.top.by_r2;
+            let simpler = self.simplest_success.as_ref().is_none_or(|s| {
+                let (a, b) = (size(&r.skeleton), size(&s.skeleton));
+                a < b || (a == b && r.score(by_r2) > s.score(by_r2))
+            });
+            if simpler {
+                self.simplest_success = Some(r.clone());
+            }
         }
         self.top.offer(r);
         let by_r2 = self.top.by_r2;
@@ -252,5 +272,24 @@ mod tests {
         assert_eq!(t.successful_skeletons.len(), 1);
         assert_eq!(t.first_success.as_ref().map(|r| r.calibration), Some(1));
         assert_eq!(t.best.as_ref().map(|r| r.calibration), Some(1));
+    }
+
+    #[test]
+    fn the_simplest_success_is_the_smallest_then_the_best_fitting() {
+        let mut t = Tally::new(10, true);
+        t.add(&rec(0, "(* (+ P x) x)", 0.5));
+        assert!(t.simplest_success.is_none());
+        t.add(&rec(1, "(+ (* P x) P)", 0.97));
+        t.add(&rec(2, "(* P x)", 0.91));
+        t.add(&rec(3, "(* P y)", 0.90));
+        t.add(&rec(4, "(* P z)", 0.905));
+        t.add(&rec(5, "(* P w)", 0.91));
+        assert_eq!(t.simplest_success.as_ref().map(|r| r.calibration), Some(2));
+    }
+
+    #[test]
+    fn size_counts_atoms() {
+        assert_eq!(size("(* P (exp (- 0.0 x)))"), 6);
+        assert_eq!(size("x"), 1);
     }
 }

@@ -39,6 +39,9 @@ pub struct SearchReport {
     /// The best calibration of all.
     pub best: Option<Record>,
     pub first_success: Option<Record>,
+    /// The smallest successful program (in atoms; ties go to the better fit): often the law
+    /// itself when the best-scoring programs carry spare terms.
+    pub simplest_success: Option<Record>,
     /// The best calibration of each of the best skeletons, best first.
     pub top: Vec<Record>,
     /// The best calibration of each of the best successful skeletons, best first.
@@ -130,6 +133,7 @@ pub(crate) fn build(p: Parts<'_>) -> SearchReport {
         summary,
         best,
         first_success: t.first_success.clone(),
+        simplest_success: t.simplest_success.clone(),
         top: t.top.ranked(),
         successes: t.top_successes.ranked(),
         proposers: p.proposers,
@@ -143,6 +147,16 @@ pub(crate) fn build(p: Parts<'_>) -> SearchReport {
         },
         frontier: p.frontier,
     }
+}
+
+/// `a=1.000000 b=-0.300000`: a record's fitted constants.
+fn constants(r: &Record) -> String {
+    let v: Vec<String> = r
+        .params
+        .iter()
+        .map(|(k, v)| format!("{k}={v:.6}"))
+        .collect();
+    v.join(" ")
 }
 
 impl SearchReport {
@@ -192,16 +206,23 @@ impl SearchReport {
             _ => out += &format!("no success ({criterion})\n"),
         }
         if let Some(b) = &self.best {
-            let constants: Vec<String> = b
-                .params
-                .iter()
-                .map(|(k, v)| format!("{k}={v:.6}"))
-                .collect();
             let figure = match b.held_out_r2 {
                 Some(r2) if self.by_r2() => format!("best held-out R² {r2:.6}"),
                 _ => format!("best training loss {:.6e}", b.train_loss),
             };
-            out += &format!("{figure}: {}  {}\n", b.src, constants.join(" "));
+            out += &format!("{figure}: {}  {}\n", b.src, constants(b));
+        }
+        if let Some(r) = &self.simplest_success {
+            let figure = match r.held_out_r2 {
+                Some(r2) if self.by_r2() => format!("R² {r2:.6}"),
+                _ => format!("training loss {:.6e}", r.train_loss),
+            };
+            out += &format!(
+                "simplest success ({} atoms, {figure}): {}  {}\n",
+                super::record::size(&r.skeleton),
+                r.src,
+                constants(r)
+            );
         }
         out += &format!(
             "{} successes, {} distinct successful skeletons; {} failed calibrations\n",
