@@ -9,6 +9,7 @@ pub mod candidate;
 pub mod dataset;
 pub mod lane_group;
 pub mod optimizer;
+pub mod parameter_names;
 pub mod scene;
 pub mod search;
 

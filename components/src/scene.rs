@@ -281,7 +281,32 @@ impl Scene {
             column: e.span.start.col,
         })?;
         scene.check()?;
+        scene.check_parameter_names().map_err(|e| {
+            let (line, column) = crate::parameter_names::locate(text, &e.key).unwrap_or((1, 1));
+            SceneError {
+                message: e.message,
+                line,
+                column,
+            }
+        })?;
         Ok(scene)
+    }
+
+    /// Every `init` and `bounds` key names a declared parameter (the scene's, or an inline
+    /// candidate's own).
+    fn check_parameter_names(&self) -> Result<(), crate::parameter_names::UnknownKey> {
+        crate::parameter_names::check(&self.parameters, "the scene")?;
+        for c in &self.candidates {
+            if let Candidates::Inline {
+                name,
+                parameters: Some(p),
+                ..
+            } = c
+            {
+                crate::parameter_names::check(p, &format!("candidate `{name}`"))?;
+            }
+        }
+        Ok(())
     }
 
     /// What RON cannot say: an MSE loss needs data, restarts and splits must make sense.

@@ -27,6 +27,15 @@ pub enum DataError {
         column: String,
         text: String,
     },
+    #[error(
+        "{path}, row {row}: column `{column}` holds `{text}`, not a finite number (remove the row or fill in the value)"
+    )]
+    NonFinite {
+        path: String,
+        row: usize,
+        column: String,
+        text: String,
+    },
     #[error("synthetic data: {0}")]
     Synthetic(String),
 }
@@ -101,12 +110,23 @@ fn csv_columns(
         let row = r + 2; // 1-based, after the header
         let number = |at: usize| -> Result<f64, DataError> {
             let text = record.get(at).unwrap_or("").trim();
-            text.parse().map_err(|_| DataError::NotANumber {
+            let column = || headers.get(at).unwrap_or("").trim().to_string();
+            let x: f64 = text.parse().map_err(|_| DataError::NotANumber {
                 path: shown.clone(),
                 row,
-                column: headers.get(at).unwrap_or("").to_string(),
+                column: column(),
                 text: text.to_string(),
-            })
+            })?;
+            if x.is_finite() {
+                Ok(x)
+            } else {
+                Err(DataError::NonFinite {
+                    path: shown.clone(),
+                    row,
+                    column: column(),
+                    text: text.to_string(),
+                })
+            }
         };
         for (name, at) in &wanted {
             let x = number(*at)?;
@@ -290,6 +310,21 @@ mod tests {
         );
         let e = load(&csv("z"), &dir).expect_err("missing").to_string();
         assert!(e.contains("no column `z`"), "{e}");
+        // NaN and infinite cells parse as numbers but are refused, row and column named.
+        for (cell, row) in [("NaN", 3), ("inf", 3), ("-Infinity", 3)] {
+            std::fs::write(
+                dir.join("d.csv"),
+                format!("t, y ,other\n0,1.5,x\n1,{cell},y\n2,3.5,z\n"),
+            )
+            .expect("write");
+            let e = load(&csv("y"), &dir).expect_err("non-finite").to_string();
+            assert!(
+                e.contains(&format!(
+                    "row {row}: column `y` holds `{cell}`, not a finite number"
+                )),
+                "{e}"
+            );
+        }
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -120,6 +120,10 @@ fn result(
     let (status_name, detail) = match status {
         Status::Pending => ("pending", None),
         Status::Active => ("active", None),
+        Status::Done { .. } if !loss_of(best).is_finite() => (
+            "non-finite",
+            Some(non_finite_detail(loss_of(best), best, n, results)),
+        ),
         Status::Done { converged: false } => ("done", None),
         Status::Done { converged: true } => ("converged", None),
         Status::Stopped { reason } => ("stopped", Some(reason.clone())),
@@ -146,6 +150,35 @@ fn result(
     }
 }
 
+/// Where a restart's loss went non-finite: the first lane of `restart` whose output is not a
+/// finite number (its data row, in file order, when the lanes are data points).
+fn non_finite_detail(
+    loss: f64,
+    restart: usize,
+    restarts: usize,
+    results: Option<&LaneResults>,
+) -> String {
+    let head = format!("the loss is {loss} in every restart");
+    let Some(out) = results
+        .map(|r| &r.out)
+        .filter(|o| !o.is_empty() && restarts > 0)
+    else {
+        return head;
+    };
+    let per = out.len() / restarts;
+    let lanes = &out[(restart * per).min(out.len())..((restart + 1) * per).min(out.len())];
+    match lanes.iter().position(|x| !x.is_finite()) {
+        Some(i) if per > 1 => format!(
+            "{head}: the output is {} at data row {} (lane {}, restart {restart})",
+            lanes[i],
+            i + 1,
+            restart * per + i
+        ),
+        Some(i) => format!("{head}: the output is {} (restart {restart})", lanes[i]),
+        None => format!("{head}: every output is finite; the loss overflowed"),
+    }
+}
+
 /// R² of every restart on the held-out points, from the last step's per-lane outputs (empty
 /// without held-out data).
 fn held_out_r2(spec: &FitSpec, out: &[f64]) -> Vec<f64> {
@@ -164,8 +197,9 @@ fn held_out_r2(spec: &FitSpec, out: &[f64]) -> Vec<f64> {
 }
 
 /// NaN ranks last.
+/// Non-finite losses (NaN, and −∞ as much as +∞) rank last.
 fn rank_loss(x: f64) -> f64 {
-    if x.is_nan() { f64::INFINITY } else { x }
+    if x.is_finite() { x } else { f64::INFINITY }
 }
 
 impl FitReport {
@@ -174,7 +208,7 @@ impl FitReport {
         let mut order: Vec<usize> = (0..self.candidates.len()).collect();
         order.sort_by(|&a, &b| {
             let (ca, cb) = (&self.candidates[a], &self.candidates[b]);
-            let failed = |c: &CandidateResult| c.status == "failed";
+            let failed = |c: &CandidateResult| matches!(c.status, "failed" | "non-finite");
             failed(ca)
                 .cmp(&failed(cb))
                 .then(rank_loss(ca.loss).total_cmp(&rank_loss(cb.loss)))

@@ -163,6 +163,33 @@ fn a_failing_candidate_is_reported_with_its_location_and_the_others_go_on() {
 }
 
 #[test]
+fn a_non_finite_loss_is_its_own_status_naming_the_row_and_ranks_last() {
+    let scene = Scene::from_ron(
+        r#"Scene(
+            candidates: [
+                Inline(name: "reciprocal", src: "(/ A t)"),
+                Inline(name: "linear", src: "(* A t)"),
+            ],
+            parameters: Parameters(names: ["A"], init: {"A": 1.0}),
+            data: Some(Synthetic(program: "(* 2 t)", inputs: {"t": Values([0.0, 1.0, 2.0, 3.0])})),
+            loss: Mse,
+            steps: 20,
+        )"#,
+    )
+    .expect("scene");
+    let report = run(&scene, &threads(2));
+    let status: Vec<&str> = report.candidates.iter().map(|c| c.status).collect();
+    assert_eq!(status, ["non-finite", "done"]);
+    assert_eq!(
+        report.candidates[0].detail.as_deref(),
+        Some(
+            "the loss is inf in every restart: the output is inf at data row 1 (lane 0, restart 0)"
+        )
+    );
+    assert_eq!(report.ranking(), [1, 0]);
+}
+
+#[test]
 fn an_interrupt_or_a_spent_budget_stops_the_fit_with_results() {
     let mut scene = scene_file("kalman2d.scene.ron");
     scene.steps = 5;

@@ -266,9 +266,20 @@ fn the_scalar_task_succeeds_early_and_the_stream_cycles() {
             }
         }
     }
-    // The one malformed program of the stream fails with its location, every cycle.
+    // The one malformed program of the stream fails with its location, every cycle; draws
+    // whose loss is not a number are `non-finite`, and both count as failed.
     let failed: Vec<&Record> = log.iter().filter(|r| r.status == "failed").collect();
-    assert_eq!(failed.len() as u64, s.failed);
+    let non_finite: Vec<&Record> = log.iter().filter(|r| r.status == "non-finite").collect();
+    assert_eq!((failed.len() + non_finite.len()) as u64, s.failed);
+    assert!(
+        non_finite
+            .iter()
+            .all(|r| !r.train_loss.is_finite() && !r.success)
+    );
+    assert!(
+        log.iter()
+            .all(|r| r.status == "non-finite" || r.status == "failed" || r.train_loss.is_finite())
+    );
     assert!(failed.iter().all(|r| {
         r.detail
             .as_deref()

@@ -75,6 +75,18 @@ pub fn fit(args: FitArgs) -> Result<(), Failure> {
         settings: settings(args.walk_every_step),
         ..FitOptions::default()
     };
+    let results = args
+        .out
+        .clone()
+        .or(scene.outputs.results.as_ref().map(PathBuf::from));
+    let losses = args
+        .losses
+        .clone()
+        .or(scene.outputs.losses_csv.as_ref().map(PathBuf::from));
+    // A results path that cannot be written fails now, not after the whole fit.
+    for path in results.iter().chain(&losses) {
+        check_writable(path)?;
+    }
     let mut fit = start(&scene, &base, &options, &args.scene)?;
     let threads = options
         .threads
@@ -83,17 +95,9 @@ pub fn fit(args: FitArgs) -> Result<(), Failure> {
     let report = run_with_bar(&mut fit);
     let timing = fit.profile().report();
     let json = report::to_json(&report, Some(&timing), threads);
-    let results = args
-        .out
-        .clone()
-        .or(scene.outputs.results.as_ref().map(PathBuf::from));
     if let Some(path) = &results {
         write(path, &json)?;
     }
-    let losses = args
-        .losses
-        .clone()
-        .or(scene.outputs.losses_csv.as_ref().map(PathBuf::from));
     if let Some(path) = &losses {
         write(path, &report.losses_csv())?;
     }
@@ -225,6 +229,25 @@ pub(crate) fn interrupt_flag() -> Arc<AtomicBool> {
 
 fn write(path: &Path, text: &str) -> Result<(), Failure> {
     write_atomically(path, text)
+}
+
+/// Fails unless a file can be created beside `path` (its folder exists and is writable).
+pub(crate) fn check_writable(path: &Path) -> Result<(), Failure> {
+    let folder = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    if !folder.is_dir() {
+        return Err(Failure::Usage(format!(
+            "cannot write {}: the folder {} does not exist",
+            path.display(),
+            folder.display()
+        )));
+    }
+    let probe = folder.join(format!(".ndvm-write-check.{}", std::process::id()));
+    std::fs::File::create(&probe)
+        .and_then(|_| std::fs::remove_file(&probe))
+        .map_err(|e| Failure::Usage(format!("cannot write {}: {e}", path.display())))
 }
 
 /// Writes `text` to a temporary file beside `path`, then renames it over `path`: an interrupted

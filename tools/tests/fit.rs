@@ -150,6 +150,64 @@ fn a_malformed_scene_exits_1_with_its_line_and_column() {
     assert_eq!(out.status.code(), Some(2));
 }
 
+/// An output path that cannot be written fails before the fit, not after it (a million steps
+/// would take minutes).
+#[test]
+fn an_unwritable_output_path_fails_before_the_fit() {
+    let heat = scene("heat1d.scene.ron");
+    for flag in ["--out", "--losses"] {
+        let out = ndvm(&[
+            "fit",
+            &heat,
+            "--steps",
+            "1000000",
+            flag,
+            "/no/such/folder/r.json",
+        ]);
+        assert_eq!(out.status.code(), Some(2));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains(
+                "cannot write /no/such/folder/r.json: the folder /no/such/folder does not exist"
+            ),
+            "{err}"
+        );
+    }
+}
+
+/// Silent failures made loud: a typo in an `init` key, a NaN cell in the data.
+#[test]
+fn a_misnamed_init_key_and_a_nan_cell_are_located_errors() {
+    let path = tmp("typo.scene.ron");
+    let csv = tmp("decay.csv");
+    std::fs::write(&csv, "t,y\n0,2.0\n1,1.2\n2,nan\n3,0.45\n").expect("write");
+    let scene = |init_key: &str| {
+        format!(
+            "Scene(\n    candidates: [Inline(name: \"decay\", src: \"(* A (exp (- 0 (* k t))))\")],\n    \
+             parameters: Parameters(names: [\"A\", \"k\"],\n        init: {{\"A\": 2.0, \"{init_key}\": 0.5}}),\n    \
+             data: Some(Csv(path: {:?}, columns: {{\"t\": \"t\"}}, target: \"y\")),\n    loss: Mse,\n)\n",
+            csv.to_string_lossy()
+        )
+    };
+    std::fs::write(&path, scene("K")).expect("write");
+    let p = path.to_string_lossy().into_owned();
+    let out = ndvm(&["fit", &p]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!("{p}:4:")) && err.contains("`init` of the scene names `K`, which is not one of its parameters (A, k); did you mean `k`?"),
+        "{err}"
+    );
+    std::fs::write(&path, scene("k")).expect("write");
+    let out = ndvm(&["fit", &p]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("row 4: column `y` holds `nan`, not a finite number"),
+        "{err}"
+    );
+}
+
 #[test]
 fn profile_reports_every_stage_and_writes_a_trace() {
     let trace = tmp("trace.json");

@@ -30,7 +30,7 @@ pub struct Record {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub held_out_r2: Option<f64>,
     pub success: bool,
-    /// `done`, `converged`, `failed` or `stopped`.
+    /// `done`, `converged`, `failed`, `non-finite` (the loss is not a number) or `stopped`.
     pub status: &'static str,
     /// The error of a failed calibration.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -176,7 +176,7 @@ impl Tally {
     /// Counts one record; returns whether the best so far improved.
     pub fn add(&mut self, r: &Record) -> bool {
         self.calibrations += 1;
-        if r.status == "failed" {
+        if matches!(r.status, "failed" | "non-finite") {
             self.failed += 1;
         }
         if r.success {

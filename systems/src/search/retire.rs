@@ -66,13 +66,18 @@ impl Search {
                 vec![None; c.restarts.len()]
             };
             for (draw, r) in c.restarts.iter().enumerate() {
+                // A draw whose loss is not a number failed, whatever its candidate's others did.
+                let status = match c.status {
+                    "done" | "converged" if !r.loss.is_finite() => "non-finite",
+                    s => s,
+                };
                 let record = self.make_record(
                     &flight,
                     index,
                     draw as u32,
                     r.params.clone(),
                     (r.loss, r2[draw]),
-                    (c.status, c.detail.clone()),
+                    (status, c.detail.clone()),
                 );
                 records.push((flight.proposer, record));
             }

@@ -1,0 +1,115 @@
+//! Parameter names a scene refers to must be names it declares.
+//!
+//! A typo in an `init` or `bounds` key (`"K"` for `"k"`) would otherwise be ignored silently:
+//! the parameter starts from 0, or runs unbounded, and the fit looks fine. So every key of
+//! `init` and `bounds` must be one of `names` (when `names` is given; a stream's lines name
+//! their own parameters, and then the keys are defaults for whichever lines use them), and the
+//! error names the closest declared name and where the key is written.
+
+use crate::scene::Parameters;
+
+/// An `init` or `bounds` key that is not a declared parameter.
+#[derive(Debug, Clone, PartialEq)]
+pub struct UnknownKey {
+    pub message: String,
+    /// The key, to locate it in the scene's text.
+    pub key: String,
+}
+
+/// Checks `params` (of `whose`: "the scene" or a candidate's name).
+pub fn check(params: &Parameters, whose: &str) -> Result<(), UnknownKey> {
+    if params.names.is_empty() {
+        return Ok(());
+    }
+    let keys = params
+        .init
+        .keys()
+        .map(|k| (k, "init"))
+        .chain(params.bounds.keys().map(|k| (k, "bounds")));
+    for (key, field) in keys {
+        if params.names.iter().any(|n| n == key) {
+            continue;
+        }
+        let hint = did_you_mean(key, &params.names)
+            .map(|n| format!("; did you mean `{n}`?"))
+            .unwrap_or_default();
+        return Err(UnknownKey {
+            message: format!(
+                "`{field}` of {whose} names `{key}`, which is not one of its parameters ({}){hint}",
+                params.names.join(", ")
+            ),
+            key: key.clone(),
+        });
+    }
+    Ok(())
+}
+
+/// The closest of `names` to `name`, if it is close (a typo or a case slip).
+pub fn did_you_mean<'a>(name: &str, names: &'a [String]) -> Option<&'a str> {
+    names
+        .iter()
+        .map(|n| {
+            let case = n.eq_ignore_ascii_case(name);
+            let d = strsim::damerau_levenshtein(name, n);
+            (n, if case { 0 } else { d })
+        })
+        .filter(|(n, d)| *d == 0 || *d <= (n.chars().count().max(name.chars().count()) / 3).max(1))
+        .min_by_key(|(_, d)| *d)
+        .map(|(n, _)| n.as_str())
+}
+
+/// The 1-based line and column of `"key"` written as a map key (`"key":`) in `text`.
+pub fn locate(text: &str, key: &str) -> Option<(usize, usize)> {
+    let quoted = format!("\"{key}\"");
+    let mut from = 0;
+    while let Some(at) = text[from..].find(&quoted).map(|i| i + from) {
+        let after = text[at + quoted.len()..].trim_start();
+        if after.starts_with(':') {
+            let line = text[..at].matches('\n').count() + 1;
+            let column = at - text[..at].rfind('\n').map_or(0, |i| i + 1) + 1;
+            return Some((line, column));
+        }
+        from = at + quoted.len();
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn params(names: &[&str], init: &[&str]) -> Parameters {
+        Parameters {
+            names: names.iter().map(|s| s.to_string()).collect(),
+            init: init.iter().map(|k| (k.to_string(), 1.0)).collect(),
+            ..Parameters::default()
+        }
+    }
+
+    #[test]
+    fn unknown_keys_are_named_with_the_closest_parameter() {
+        assert!(check(&params(&["k", "A"], &["k"]), "the scene").is_ok());
+        assert!(check(&params(&[], &["anything"]), "the scene").is_ok());
+        let e = check(&params(&["k", "A"], &["K"]), "the scene").expect_err("typo");
+        assert_eq!(
+            e.message,
+            "`init` of the scene names `K`, which is not one of its parameters (k, A); \
+             did you mean `k`?"
+        );
+        let e = check(&params(&["sigma"], &["sgima"]), "`gauss`").expect_err("swap");
+        assert!(
+            e.message.ends_with("did you mean `sigma`?"),
+            "{}",
+            e.message
+        );
+        let e = check(&params(&["alpha"], &["zzz"]), "`x`").expect_err("far");
+        assert!(!e.message.contains("did you mean"), "{}", e.message);
+    }
+
+    #[test]
+    fn keys_are_located_where_they_are_map_keys() {
+        let text = "names: [\"K\"],\n  init: {\"K\" : 1.0}";
+        assert_eq!(locate(text, "K"), Some((2, 10)));
+        assert_eq!(locate(text, "Q"), None);
+    }
+}
