@@ -272,11 +272,26 @@ pub struct SceneError {
     pub column: usize,
 }
 
+/// RON's message, or a clearer one where RON's would mislead a scene's author.
+fn explain(code: &ron::Error) -> String {
+    match code {
+        ron::Error::ExpectedOption => "this setting is optional: write its value inside \
+             `Some(...)` (e.g. `data: Some(Csv(...))`), or `None`"
+            .into(),
+        ron::Error::SuggestRawIdentifier(found) => format!(
+            "found `{found}` where a named form is expected: an input is `Number({found})` or \
+             `MatrixCsv(\"file.csv\")`, a grid `Values([...])`, `Linspace(lo, hi, n)` or \
+             `Uniform(lo, hi, n)` (scenes/README.md lists them all)"
+        ),
+        other => other.to_string(),
+    }
+}
+
 impl Scene {
     /// Reads a scene from RON text.
     pub fn from_ron(text: &str) -> Result<Scene, SceneError> {
         let scene: Scene = ron::from_str(text).map_err(|e| SceneError {
-            message: e.code.to_string(),
+            message: explain(&e.code),
             line: e.span.start.line,
             column: e.span.start.col,
         })?;
@@ -464,6 +479,30 @@ Scene(
         assert_eq!(inputs["x"], Grid::Linspace(0.1, 6.0, 64));
         assert_eq!(split.train, 0.7);
         assert_eq!(s.steps, 50);
+    }
+
+    #[test]
+    fn misleading_ron_messages_are_explained() {
+        let e = Scene::from_ron(
+            "Scene(candidates: [File(\"m.scm\")],\n data: Csv(path: \"d.csv\", columns: {}, target: \"y\"))",
+        )
+        .expect_err("no Some");
+        assert!(
+            e.message
+                .starts_with("this setting is optional: write its value inside `Some(...)`"),
+            "{}",
+            e.message
+        );
+        assert_eq!((e.line, e.column), (2, 7));
+        let e = Scene::from_ron("Scene(candidates: [File(\"m.scm\")], inputs: {\"t0\": 1.0})")
+            .expect_err("bare number");
+        assert!(
+            e.message.starts_with(
+                "found `1.0` where a named form is expected: an input is `Number(1.0)`"
+            ),
+            "{}",
+            e.message
+        );
     }
 
     #[test]

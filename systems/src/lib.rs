@@ -24,6 +24,7 @@ pub mod report;
 pub mod resources;
 pub mod search;
 pub mod stages;
+pub mod warnings;
 
 pub use ndvm_components as components;
 pub use ndvm_engine as engine;

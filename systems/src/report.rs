@@ -38,6 +38,10 @@ pub struct CandidateResult {
     /// Optimizer steps taken.
     pub steps: u32,
     pub restarts: Vec<RestartResult>,
+    /// What looked wrong in its setup (an unused parameter, a parameter named like a data
+    /// column); see [`crate::warnings`].
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
     /// `losses[step][restart]` (written to the losses CSV, not to the JSON).
     #[serde(skip)]
     pub losses: Vec<Vec<f64>>,
@@ -146,6 +150,7 @@ fn result(
                 held_out_r2: r2_of(r),
             })
             .collect(),
+        warnings: crate::warnings::of_candidate(spec, &c.source),
         losses: history.losses.clone(),
     }
 }
@@ -265,6 +270,11 @@ impl FitReport {
         }
         if order.len() > limit {
             out += &format!("… {} more (see the results JSON)\n", order.len() - limit);
+        }
+        for c in &self.candidates {
+            for w in &c.warnings {
+                out += &format!("warning: candidate `{}`: {w}\n", c.name);
+            }
         }
         out
     }

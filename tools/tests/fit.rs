@@ -260,3 +260,29 @@ fn profile_reports_every_stage_and_writes_a_trace() {
         "{text}"
     );
 }
+
+/// A parameter the program never mentions is not "fitted": the table and the JSON say so.
+#[test]
+fn an_unused_parameter_is_a_warning_in_the_table_and_the_json() {
+    let path = tmp("unused.scene.ron");
+    std::fs::write(
+        &path,
+        r#"Scene(
+    candidates: [Inline(name: "decay", src: "(* A (exp (- 0 (* 0.5 t))))")],
+    parameters: Parameters(names: ["A", "k"], init: {"A": 1.0, "k": 0.3}),
+    data: Some(Synthetic(program: "(* 2 (exp (- 0 (* 0.5 t))))", inputs: {"t": Linspace(0.0, 3.0, 20)})),
+    loss: Mse,
+)"#,
+    )
+    .expect("write");
+    let p = path.to_string_lossy().into_owned();
+    let message = "the parameter `k` does not appear in the program: its value is its starting value, not fitted";
+    let table = String::from_utf8_lossy(&ndvm_ok(&["fit", &p]).stdout).into_owned();
+    assert!(
+        table.contains(&format!("warning: candidate `decay`: {message}")),
+        "{table}"
+    );
+    let v: Value = serde_json::from_slice(&ndvm_ok(&["fit", &p, "--json"]).stdout).expect("json");
+    assert_eq!(v["candidates"][0]["warnings"][0], message);
+    assert_eq!(v["candidates"][0]["params"]["k"], 0.3);
+}
