@@ -79,6 +79,8 @@ pub struct Fit {
     /// Candidates ever added, and the most steps any of them takes (bounding [`Fit::run`]).
     admitted: usize,
     max_steps: u64,
+    /// What was skipped while building the population (malformed stream lines).
+    warnings: Vec<String>,
 }
 
 impl std::fmt::Debug for Fit {
@@ -106,8 +108,10 @@ impl Fit {
         if let Some(steps) = options.steps {
             scene.steps = steps;
         }
-        let members = population::build(&scene, base)?;
-        Fit::with_members(&scene, members, options)
+        let (members, warnings) = population::build(&scene, base)?;
+        let mut fit = Fit::with_members(&scene, members, options)?;
+        fit.warnings = warnings;
+        Ok(fit)
     }
 
     /// A fit of `members` under `scene`'s run settings (threads, budget, precision, replay);
@@ -153,6 +157,7 @@ impl Fit {
             total: 0,
             admitted: 0,
             max_steps: 0,
+            warnings: Vec::new(),
         };
         fit.admit(members);
         Ok(fit)
@@ -246,7 +251,9 @@ impl Fit {
 
     /// The per-candidate results so far, in population order.
     pub fn report(&mut self) -> FitReport {
-        report::collect(&mut self.world)
+        let mut report = report::collect(&mut self.world);
+        report.warnings.clone_from(&self.warnings);
+        report
     }
 
     pub fn profile(&self) -> &Profile {

@@ -89,8 +89,15 @@ impl Context {
     }
 }
 
+/// Malformed stream lines named one by one in the warnings (the rest are counted).
+const LINE_WARNINGS: usize = 10;
+
 /// The population of `scene`; relative paths are resolved against `base` (the scene's folder).
-pub fn build(scene: &Scene, base: &Path) -> Result<Vec<Member>, PopulationError> {
+/// Returns the members and the warnings: a malformed line of a candidate stream is skipped,
+/// named with its line (the first [`LINE_WARNINGS`] of each stream) and counted; a stream
+/// with no valid line at all is an error.
+pub fn build(scene: &Scene, base: &Path) -> Result<(Vec<Member>, Vec<String>), PopulationError> {
+    let mut warnings = Vec::new();
     let Context {
         shared,
         data: scene_data,
@@ -143,14 +150,24 @@ pub fn build(scene: &Scene, base: &Path) -> Result<Vec<Member>, PopulationError>
                     .lines()
                     .enumerate()
                     .filter(|(_, l)| !l.trim().is_empty());
+                let (mut good, mut bad, mut first_error) = (0, 0, None);
                 for (i, line) in lines.take(take.unwrap_or(usize::MAX)) {
-                    let fail = |message: String| PopulationError::Stream {
-                        path: path.clone(),
-                        line: i + 1,
-                        message,
+                    let entry: StreamLine = match serde_json::from_str(line) {
+                        Ok(entry) => entry,
+                        Err(e) => {
+                            bad += 1;
+                            if bad <= LINE_WARNINGS {
+                                warnings.push(format!("{path}, line {}: skipped: {e}", i + 1));
+                            }
+                            first_error.get_or_insert(PopulationError::Stream {
+                                path: path.clone(),
+                                line: i + 1,
+                                message: e.to_string(),
+                            });
+                            continue;
+                        }
                     };
-                    let entry: StreamLine =
-                        serde_json::from_str(line).map_err(|e| fail(e.to_string()))?;
+                    good += 1;
                     let mut params = scene.parameters.clone();
                     if let Some(names) = entry.params {
                         params.names = names;
@@ -165,10 +182,19 @@ pub fn build(scene: &Scene, base: &Path) -> Result<Vec<Member>, PopulationError>
                         scene_data.clone(),
                     );
                 }
+                if let (0, Some(e)) = (good, first_error) {
+                    return Err(e);
+                }
+                if bad > 0 {
+                    warnings.push(format!(
+                        "{path}: {bad} malformed line{} skipped, {good} candidates read",
+                        if bad == 1 { "" } else { "s" }
+                    ));
+                }
             }
         }
     }
-    Ok(members)
+    Ok((members, warnings))
 }
 
 /// One line of a candidate stream (other fields, like `skeleton`, are ignored).

@@ -15,6 +15,9 @@ use std::collections::BTreeMap;
 #[derive(Clone, Debug, Serialize)]
 pub struct FitReport {
     pub candidates: Vec<CandidateResult>,
+    /// What the fit skipped (malformed lines of a candidate stream), each with its place.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
 }
 
 /// One candidate's outcome: its best restart's loss and constants, and every restart's.
@@ -75,7 +78,10 @@ pub fn collect(world: &mut World) -> FitReport {
         })
         .collect();
     candidates.sort_by_key(|c| c.index);
-    FitReport { candidates }
+    FitReport {
+        candidates,
+        warnings: Vec::new(),
+    }
 }
 
 /// The outcome of one candidate entity (`None` if it is not a candidate).
@@ -270,6 +276,9 @@ impl FitReport {
         }
         if order.len() > limit {
             out += &format!("… {} more (see the results JSON)\n", order.len() - limit);
+        }
+        for w in &self.warnings {
+            out += &format!("warning: {w}\n");
         }
         for c in &self.candidates {
             for w in &c.warnings {

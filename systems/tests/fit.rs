@@ -190,6 +190,47 @@ fn a_non_finite_loss_is_its_own_status_naming_the_row_and_ranks_last() {
 }
 
 #[test]
+fn a_malformed_stream_line_is_skipped_with_its_place_and_counted() {
+    let dir = std::env::temp_dir().join(format!("ndvm-stream-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    std::fs::write(
+        dir.join("s.jsonl"),
+        "{\"src\": \"(* (- a 1) (- a 1))\", \"params\": [\"a\"]}\n{\"src\": (+ a}\n\n{\"src\": \"(* a a)\", \"params\": [\"a\"]}\n",
+    )
+    .expect("write");
+    std::fs::write(dir.join("bad.jsonl"), "not json\n").expect("write");
+    let scene = |stream: &str| {
+        Scene::from_ron(&format!(
+            r#"Scene(candidates: [Stream(path: "{stream}")], steps: 5)"#
+        ))
+        .expect("scene")
+    };
+    let report = Fit::new(&scene("s.jsonl"), &dir, &threads(1))
+        .expect("starts")
+        .run(|_| {});
+    let names: Vec<&str> = report.candidates.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(names, ["s:1", "s:4"]);
+    assert_eq!(report.warnings.len(), 2, "{:?}", report.warnings);
+    assert!(
+        report.warnings[0].starts_with("s.jsonl, line 2: skipped: "),
+        "{:?}",
+        report.warnings
+    );
+    assert_eq!(
+        report.warnings[1],
+        "s.jsonl: 1 malformed line skipped, 2 candidates read"
+    );
+    assert!(
+        report
+            .table(10)
+            .contains("warning: s.jsonl, line 2: skipped")
+    );
+    let e = Fit::new(&scene("bad.jsonl"), &dir, &threads(1)).expect_err("nothing valid");
+    assert!(e.to_string().starts_with("bad.jsonl, line 1: "), "{e}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
 fn an_interrupt_or_a_spent_budget_stops_the_fit_with_results() {
     let mut scene = scene_file("kalman2d.scene.ron");
     scene.steps = 5;
