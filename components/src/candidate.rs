@@ -132,6 +132,8 @@ pub struct History {
     pub losses: Vec<Vec<f64>>,
     /// The parameters the last entry of `losses` was evaluated at (as [`ParamValues`]).
     pub evaluated: Vec<f64>,
+    /// The loss gradient's Euclidean norm per restart at `evaluated`.
+    pub grad_norm: Vec<f64>,
     /// Walks, tape replays and tape nodes spent on this candidate.
     pub walks: u64,
     pub replays: u64,

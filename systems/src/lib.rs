@@ -13,6 +13,7 @@
 //! entities); the work for one entity is sequential, so results do not depend on the thread
 //! count.
 
+pub mod convergence;
 pub mod data;
 pub mod fit;
 pub mod loss;

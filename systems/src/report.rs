@@ -41,6 +41,9 @@ pub struct CandidateResult {
     /// Optimizer steps taken.
     pub steps: u32,
     pub restarts: Vec<RestartResult>,
+    /// The best restart's convergence figures (for candidates that ran).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub convergence: Option<crate::convergence::Convergence>,
     /// What looked wrong in its setup (an unused parameter, a parameter named like a data
     /// column); see [`crate::warnings`].
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -156,6 +159,10 @@ fn result(
                 held_out_r2: r2_of(r),
             })
             .collect(),
+        convergence: matches!(status, Status::Done { .. } | Status::Stopped { .. }).then(|| {
+            let converged = matches!(status, Status::Done { converged: true });
+            crate::convergence::Convergence::of_restart(spec, history, at, best, converged)
+        }),
         warnings: crate::warnings::of_candidate(spec, &c.source),
         losses: history.losses.clone(),
     }
@@ -271,6 +278,14 @@ impl FitReport {
             out += &format!("  {}", constants.join(" "));
             if let Some(d) = &c.detail {
                 out += &format!("  ({})", d.lines().next().unwrap_or(""));
+            }
+            if let Some(note) = c
+                .convergence
+                .as_ref()
+                .map(|v| v.note())
+                .filter(|n| !n.is_empty())
+            {
+                out += &format!("  ({note})");
             }
             out.push('\n');
         }

@@ -111,9 +111,10 @@ fn the_loss_gradient_matches_central_differences() {
     let start = run(&decay_scene(&sgd, 0, a, b), &threads(2));
     let h = 1e-6;
     let shifted = |da: f64, db: f64| run(&decay_scene(&sgd, 0, a + da, b + db), &threads(1));
+    let mut fd_squares = [0.0; 3];
     for (name, da, db) in [("a", h, 0.0), ("b", 0.0, h)] {
         let (up, down) = (shifted(da, db), shifted(-da, -db));
-        for r in 0..3 {
+        for (r, square) in fd_squares.iter_mut().enumerate() {
             let before = &start.candidates[0].restarts[r];
             let after = &stepped.candidates[0].restarts[r];
             let grad = (before.params[name] - after.params[name]) / lr;
@@ -127,8 +128,42 @@ fn the_loss_gradient_matches_central_differences() {
                 grad.abs() > 1e-3,
                 "{name}: gradient {grad} is not informative"
             );
+            *square += fd * fd;
         }
     }
+    // The reported gradient norm (of the best restart, at the final constants: here the
+    // start, no step taken) is the norm of the finite-difference gradient.
+    let c = &start.candidates[0];
+    let norm = c
+        .convergence
+        .as_ref()
+        .and_then(|v| v.gradient_norm)
+        .expect("a gradient norm");
+    let fd_norm = fd_squares[c.best_restart].sqrt();
+    assert!(
+        (norm - fd_norm).abs() <= 1e-6 * (1.0 + fd_norm),
+        "{norm} vs {fd_norm}"
+    );
+}
+
+#[test]
+fn a_step_limit_reached_while_improving_is_told_from_convergence() {
+    let short = run(&decay_scene("Adam(lr: 0.01)", 10, 1.5, -0.2), &threads(2));
+    let c = short.candidates[0].convergence.clone().expect("figures");
+    assert_eq!(short.candidates[0].status, "done");
+    assert!(!c.converged && c.still_improving(), "{c:?}");
+    assert!(
+        short.table(5).contains("still improving"),
+        "{}",
+        short.table(5)
+    );
+    let mut scene = decay_scene("Adam(lr: 0.05)", 5000, 1.5, -0.2);
+    scene.tolerance = Some(1e-12);
+    let long = run(&scene, &threads(2));
+    let c = long.candidates[0].convergence.clone().expect("figures");
+    assert_eq!(long.candidates[0].status, "converged");
+    assert!(c.converged && !c.still_improving(), "{c:?}");
+    assert!(c.gradient_norm.is_some_and(|g| g < 1e-3), "{c:?}");
 }
 
 #[test]

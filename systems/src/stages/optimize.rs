@@ -41,6 +41,14 @@ pub fn optimize(
             let grads = gather(spec, ids, groups);
             history.losses.push(results.loss.clone());
             history.evaluated.clone_from(&values.0);
+            history.grad_norm = (0..spec.restarts)
+                .map(|r| {
+                    (0..spec.params.len())
+                        .map(|p| grads[p * spec.restarts + r].powi(2))
+                        .sum::<f64>()
+                        .sqrt()
+                })
+                .collect();
             for &g in &ids.0 {
                 if let Ok((_, out)) = groups.get(g) {
                     history.tape_nodes += out.tape_nodes;
