@@ -134,6 +134,9 @@ pub struct History {
     pub evaluated: Vec<f64>,
     /// The loss gradient's Euclidean norm per restart at `evaluated`.
     pub grad_norm: Vec<f64>,
+    /// Per parameter: whether its gradient was ever nonzero (in any restart, on any step); a
+    /// parameter whose gradient stayed exactly zero is not identified by the data.
+    pub grad_seen: Vec<bool>,
     /// Walks, tape replays and tape nodes spent on this candidate.
     pub walks: u64,
     pub replays: u64,

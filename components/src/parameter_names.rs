@@ -74,6 +74,34 @@ pub fn locate(text: &str, key: &str) -> Option<(usize, usize)> {
     None
 }
 
+/// Where a check's message points: the field named first in backticks (`split.train` →
+/// `train`, `Normal(sd)` → `Normal`), if it is written exactly once in `text` (as `name:` or
+/// `name(`). A field written several times is not guessed at.
+pub fn locate_field(text: &str, message: &str) -> Option<(usize, usize)> {
+    let quoted = message.split('`').nth(1)?;
+    let head = quoted.split(['(', ':', ' ']).next()?;
+    let field = head.rsplit('.').next()?;
+    if field.is_empty() || !field.chars().all(|c| c.is_alphanumeric() || c == '_') {
+        return None;
+    }
+    let is_ident = |c: char| c.is_alphanumeric() || c == '_';
+    let mut found = None;
+    for (at, _) in text.match_indices(field) {
+        let before = text[..at].chars().next_back();
+        let after = text[at + field.len()..].trim_start().chars().next();
+        if before.is_some_and(is_ident) || !matches!(after, Some(':' | '(')) {
+            continue;
+        }
+        if found.is_some() {
+            return None;
+        }
+        let line = text[..at].matches('\n').count() + 1;
+        let column = at - text[..at].rfind('\n').map_or(0, |i| i + 1) + 1;
+        found = Some((line, column));
+    }
+    found
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -104,6 +132,17 @@ mod tests {
         );
         let e = check(&params(&["alpha"], &["zzz"]), "`x`").expect_err("far");
         assert!(!e.message.contains("did you mean"), "{}", e.message);
+    }
+
+    #[test]
+    fn checks_are_located_at_the_field_they_name_when_it_is_unique() {
+        let text = "Scene(\n  data: Some(Csv(split: Split(train: 1.5))),\n  loss: Mse)";
+        let m = "`split.train` must be in (0, 1], got 1.5";
+        assert_eq!(locate_field(text, m), Some((2, 31)));
+        assert_eq!(locate_field(text, "`loss: Mse` needs `data`"), Some((3, 3)));
+        let twice = "Split(train: 0.5), Split(train: 1.5)";
+        assert_eq!(locate_field(twice, m), None);
+        assert_eq!(locate_field(text, "no field named"), None);
     }
 
     #[test]

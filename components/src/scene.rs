@@ -295,7 +295,11 @@ impl Scene {
             line: e.span.start.line,
             column: e.span.start.col,
         })?;
-        scene.check()?;
+        scene.check().map_err(|e| {
+            let (line, column) = crate::parameter_names::locate_field(text, &e.message)
+                .unwrap_or((e.line, e.column));
+            SceneError { line, column, ..e }
+        })?;
         scene.check_parameter_names().map_err(|e| {
             let (line, column) = crate::parameter_names::locate(text, &e.key).unwrap_or((1, 1));
             SceneError {

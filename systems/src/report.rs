@@ -163,7 +163,7 @@ fn result(
             let converged = matches!(status, Status::Done { converged: true });
             crate::convergence::Convergence::of_restart(spec, history, at, best, converged)
         }),
-        warnings: crate::warnings::of_candidate(spec, &c.source),
+        warnings: crate::warnings::of_candidate(spec, &c.source, history),
         losses: history.losses.clone(),
     }
 }

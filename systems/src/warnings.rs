@@ -5,17 +5,24 @@
 //! or a shared input is ambiguous to the reader. Neither stops the fit; both are reported with
 //! the candidate (the table and the results JSON).
 
-use ndvm_components::FitSpec;
+use ndvm_components::{FitSpec, History};
 
-/// The warnings for one candidate, in parameter order.
-pub fn of_candidate(spec: &FitSpec, source: &str) -> Vec<String> {
+/// The warnings for one candidate, in parameter order. `history` says which parameters
+/// ever had a nonzero gradient (empty before the first step: nothing is said about them).
+pub fn of_candidate(spec: &FitSpec, source: &str, history: &History) -> Vec<String> {
     let atoms: std::collections::HashSet<&str> = atoms(source).collect();
     let mut out = Vec::new();
-    for name in &spec.params {
+    for (p, name) in spec.params.iter().enumerate() {
         if !atoms.contains(name.as_str()) {
             out.push(format!(
                 "the parameter `{name}` does not appear in the program: its value is its \
                  starting value, not fitted"
+            ));
+        } else if history.grad_seen.get(p) == Some(&false) {
+            out.push(format!(
+                "the parameter `{name}` is not identified: its gradient was exactly zero on \
+                 every step (the loss does not depend on it here), so its value is its \
+                 starting value"
             ));
         }
         let column = spec
@@ -70,15 +77,26 @@ mod tests {
             steps: 1,
             tolerance: None,
         };
-        let w = of_candidate(&spec, "(* A (exp (- 0 (* kk t)))) ; k in a comment");
+        let history = History {
+            grad_seen: vec![true, false, false],
+            ..History::default()
+        };
+        let w = of_candidate(
+            &spec,
+            "(* A (exp (- 0 (* kk t)))) ; k in a comment",
+            &history,
+        );
         assert_eq!(
             w,
             [
                 "the parameter `k` does not appear in the program: its value is its starting \
                  value, not fitted",
+                "the parameter `t` is not identified: its gradient was exactly zero on every \
+                 step (the loss does not depend on it here), so its value is its starting value",
                 "the parameter `t` has the name of a data column: rename one of them",
             ]
         );
-        assert!(of_candidate(&spec, "(* A k t)").len() == 1);
+        let before = History::default();
+        assert_eq!(of_candidate(&spec, "(* A k t)", &before).len(), 1);
     }
 }

@@ -147,6 +147,35 @@ fn the_loss_gradient_matches_central_differences() {
 }
 
 #[test]
+fn a_parameter_with_a_zero_gradient_on_every_step_is_not_identified() {
+    // `k` only picks a branch: the loss never depends on it smoothly.
+    let scene = Scene::from_ron(
+        r#"Scene(
+            candidates: [Inline(name: "step", src: "(if (> k 0) (* A t) (* 2 A t))")],
+            parameters: Parameters(names: ["A", "k"], init: {"A": 1.0, "k": 0.3}),
+            data: Some(Synthetic(program: "(* 2 t)", inputs: {"t": Linspace(0.0, 3.0, 20)})),
+            loss: Mse,
+        )"#,
+    )
+    .expect("scene");
+    let report = run(&scene, &threads(1));
+    let c = &report.candidates[0];
+    assert_eq!(
+        c.warnings,
+        [
+            "the parameter `k` is not identified: its gradient was exactly zero on every step \
+          (the loss does not depend on it here), so its value is its starting value"
+        ]
+    );
+    assert_eq!(c.params["k"], 0.3);
+    assert!(
+        (c.params["A"] - 1.0).abs() > 0.5,
+        "A moved: {}",
+        c.params["A"]
+    );
+}
+
+#[test]
 fn a_step_limit_reached_while_improving_is_told_from_convergence() {
     let short = run(&decay_scene("Adam(lr: 0.01)", 10, 1.5, -0.2), &threads(2));
     let c = short.candidates[0].convergence.clone().expect("figures");

@@ -49,6 +49,12 @@ pub fn optimize(
                         .sqrt()
                 })
                 .collect();
+            history.grad_seen.resize(spec.params.len(), false);
+            for (p, seen) in history.grad_seen.iter_mut().enumerate() {
+                *seen |= grads[p * spec.restarts..(p + 1) * spec.restarts]
+                    .iter()
+                    .any(|&g| g != 0.0);
+            }
             for &g in &ids.0 {
                 if let Ok((_, out)) = groups.get(g) {
                     history.tape_nodes += out.tape_nodes;
