@@ -151,9 +151,35 @@ impl Decoder<'_> {
         }
         let msg = match prims::unsupported(name) {
             Some(why) => format!("`{name}` {why}"),
-            None => format!("unbound variable `{name}`"),
+            None => format!("unbound variable `{name}`{}", self.unbound_hint(name)),
         };
         Err(Error::new(ErrorKind::Unbound, msg, span))
+    }
+
+    /// For an unbound `name`: the closest name it could have meant (a variable in scope, an
+    /// input, a primitive), and the program's inputs.
+    fn unbound_hint(&self, name: &str) -> String {
+        let scope = self.scope.iter().rev().map(|(s, _)| self.name(*s));
+        let known = scope
+            .chain(self.input_names.iter().map(String::as_str))
+            .chain(Prim::ALL.iter().map(|p| p.name()))
+            .chain(
+                (0..self.primitives.len()).filter_map(|i| self.primitives.get(i).map(|p| p.name())),
+            );
+        let limit = (name.chars().count() / 3).max(1);
+        let closest = known
+            .filter(|k| *k != name)
+            .map(|k| (strsim::damerau_levenshtein(name, k), k))
+            .filter(|(d, _)| *d <= limit)
+            .min_by_key(|(d, _)| *d)
+            .map(|(_, k)| format!("; did you mean `{k}`?"))
+            .unwrap_or_default();
+        let inputs = if self.input_names.is_empty() {
+            " (the program has no inputs)".to_string()
+        } else {
+            format!(" (inputs: {})", self.input_names.join(", "))
+        };
+        format!("{closest}{inputs}")
     }
 
     fn expr(&mut self, id: CoreId, tail: bool) -> Result<NodeId> {
@@ -348,5 +374,31 @@ mod tests {
         assert!(!p.nodes.iter().any(|n| matches!(n, Node::PrimCall { .. })));
         let e = Program::new("(set! x 1)", &[]).expect_err("unbound");
         assert!(e.message.contains("not supported"), "{}", e.message);
+    }
+
+    #[test]
+    fn an_unbound_variable_suggests_the_closest_name_and_lists_the_inputs() {
+        let message = |src: &str, inputs: &[&str]| {
+            Program::new(src, inputs)
+                .expect_err("unbound")
+                .message
+                .clone()
+        };
+        assert_eq!(
+            message("(* alpah x)", &["alpha", "x"]),
+            "unbound variable `alpah`; did you mean `alpha`? (inputs: alpha, x)"
+        );
+        assert_eq!(
+            message("(let ((rate 2)) (* rtae 3))", &[]),
+            "unbound variable `rtae`; did you mean `rate`? (the program has no inputs)"
+        );
+        assert_eq!(
+            message("(expp 1)", &["t"]),
+            "unbound variable `expp`; did you mean `exp`? (inputs: t)"
+        );
+        assert_eq!(
+            message("(* zeta 2)", &["t"]),
+            "unbound variable `zeta` (inputs: t)"
+        );
     }
 }
