@@ -198,3 +198,72 @@ fn every_shipped_scene_parses() {
     }
     assert!(n >= 9, "{n} scenes");
 }
+
+/// The CSV scene: the right law ranks first, and its constants are the least-squares minimum
+/// of the training rows, computed here independently by Gauss–Newton.
+#[test]
+fn decay_csv_fits_the_least_squares_minimum_of_the_training_rows() {
+    let scene = load("decay_csv.scene.ron");
+    let report = fit(&scene).run(|_| {});
+    assert_eq!(report.ranking()[0], 0);
+    let best = &report.candidates[0];
+    assert_eq!(best.name, "exponential_with_offset");
+    let data = ndvm_systems::data::load(scene.data.as_ref().expect("data"), &scenes())
+        .expect("the CSV loads");
+    let rows: Vec<(f64, f64)> = data.inputs["t"]
+        .iter()
+        .zip(&data.target)
+        .zip(&data.train)
+        .filter(|(_, train)| **train)
+        .map(|((&t, &y), _)| (t, y))
+        .collect();
+    assert_eq!(rows.len(), 30);
+    // y ≈ A·exp(−k t) + C: Gauss–Newton from the truth the data was made from.
+    let mut p = [2.5, 0.7, 0.3];
+    for _ in 0..50 {
+        let (mut jtj, mut jtr) = ([[0.0; 3]; 3], [0.0; 3]);
+        for &(t, y) in &rows {
+            let e = (-p[1] * t).exp();
+            let r = p[0] * e + p[2] - y;
+            let j = [e, -p[0] * t * e, 1.0];
+            for a in 0..3 {
+                jtr[a] += j[a] * r;
+                for b in 0..3 {
+                    jtj[a][b] += j[a] * j[b];
+                }
+            }
+        }
+        let step = solve3(jtj, jtr);
+        for a in 0..3 {
+            p[a] -= step[a];
+        }
+    }
+    for (name, truth) in [("A", p[0]), ("k", p[1]), ("C", p[2])] {
+        assert!(
+            rel(best.params[name], truth) < 1e-6,
+            "{name}: {} vs {truth}",
+            best.params[name]
+        );
+    }
+    let r2 = best.held_out_r2.expect("held-out R²");
+    assert!(r2 > 0.98, "{r2}");
+}
+
+/// `m x = b` for a 3×3 system (Cramer's rule).
+fn solve3(m: [[f64; 3]; 3], b: [f64; 3]) -> [f64; 3] {
+    let det = |m: [[f64; 3]; 3]| {
+        m[0][0] * (m[1][1] * m[2][2] - m[1][2] * m[2][1])
+            - m[0][1] * (m[1][0] * m[2][2] - m[1][2] * m[2][0])
+            + m[0][2] * (m[1][0] * m[2][1] - m[1][1] * m[2][0])
+    };
+    let d = det(m);
+    let mut x = [0.0; 3];
+    for (c, xc) in x.iter_mut().enumerate() {
+        let mut mc = m;
+        for r in 0..3 {
+            mc[r][c] = b[r];
+        }
+        *xc = det(mc) / d;
+    }
+    x
+}
