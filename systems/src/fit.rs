@@ -58,13 +58,19 @@ pub struct FitOptions {
 }
 
 /// Progress after a step, for progress bars.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Progress {
     /// Candidates finished, stopped or failed.
     pub finished: usize,
     pub total: usize,
     /// Schedule runs so far.
     pub steps: u64,
+    /// Optimizer steps taken and to take, over all candidates (a finished candidate counts
+    /// all of its steps): the fit's work, for a progress bar with an ETA.
+    pub work_done: u64,
+    pub work_total: u64,
+    /// The lowest finite loss of any candidate so far.
+    pub best_loss: Option<f64>,
 }
 
 /// Decoded programs kept before [`Fit::retire`] forgets them all (each is a few KiB).
@@ -278,15 +284,29 @@ fn step(world: &mut World, schedule: &mut Schedule, total: usize) -> bool {
 }
 
 fn progress(world: &mut World, total: usize) -> Progress {
-    let finished = world
-        .query::<&Status>()
-        .iter(world)
-        .filter(|s| s.is_final())
-        .count();
+    let (mut finished, mut work_done, mut work_total) = (0, 0, 0);
+    let mut best_loss: Option<f64> = None;
+    for (status, spec, history) in world.query::<(&Status, &FitSpec, &History)>().iter(world) {
+        let steps = u64::from(spec.steps);
+        work_total += steps;
+        if status.is_final() {
+            finished += 1;
+            work_done += steps;
+        } else {
+            work_done += u64::from(history.steps).min(steps);
+        }
+        let last = history.losses.last().into_iter().flatten();
+        for &l in last.filter(|l| l.is_finite()) {
+            best_loss = Some(best_loss.map_or(l, |b| b.min(l)));
+        }
+    }
     Progress {
         finished,
         total,
         steps: world.resource::<Profile>().counters.steps,
+        work_done,
+        work_total,
+        best_loss,
     }
 }
 

@@ -176,6 +176,21 @@ fn a_parameter_with_a_zero_gradient_on_every_step_is_not_identified() {
 }
 
 #[test]
+fn progress_counts_optimizer_steps_and_tracks_the_best_loss() {
+    let scene = decay_scene("Adam(lr: 0.01)", 12, 1.5, -0.2);
+    let mut seen = Vec::new();
+    let report = Fit::new(&scene, &scenes(), &threads(1))
+        .expect("starts")
+        .run(|p| seen.push(p));
+    let last = seen.last().expect("progress");
+    assert_eq!((last.work_done, last.work_total), (12, 12));
+    assert_eq!((last.finished, last.total), (1, 1));
+    assert!(seen.windows(2).all(|w| w[0].work_done <= w[1].work_done));
+    assert!(seen.iter().any(|p| p.work_done > 0 && p.work_done < 12));
+    assert_eq!(last.best_loss, Some(report.candidates[0].loss));
+}
+
+#[test]
 fn a_step_limit_reached_while_improving_is_told_from_convergence() {
     let short = run(&decay_scene("Adam(lr: 0.01)", 10, 1.5, -0.2), &threads(2));
     let c = short.candidates[0].convergence.clone().expect("figures");

@@ -200,15 +200,23 @@ fn start(scene: &Scene, base: &Path, options: &FitOptions, path: &Path) -> Resul
 }
 
 fn run_with_bar(fit: &mut Fit) -> FitReport {
-    let total = fit.progress().total as u64;
-    let bar = ProgressBar::new(total);
+    let start = fit.progress();
+    let bar = ProgressBar::new(start.work_total.max(1));
     bar.set_style(
-        ProgressStyle::with_template("{bar:40} {pos}/{len} candidates, step {msg} ({elapsed})")
-            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+        ProgressStyle::with_template(
+            "{bar:40} {percent:>3}% of {len} optimizer steps · {msg} · {elapsed} (ETA {eta})",
+        )
+        .unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
     let report = fit.run(|p| {
-        bar.set_position(p.finished as u64);
-        bar.set_message(p.steps.to_string());
+        bar.set_position(p.work_done);
+        let best = p
+            .best_loss
+            .map_or_else(|| "-".to_string(), |l| format!("{l:.4e}"));
+        bar.set_message(format!(
+            "{}/{} candidates done · best loss {best}",
+            p.finished, p.total
+        ));
     });
     bar.finish_and_clear();
     report
