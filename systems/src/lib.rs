@@ -24,6 +24,7 @@ pub mod profile;
 pub mod report;
 pub mod resources;
 pub mod search;
+pub mod selection;
 pub mod stages;
 pub mod warnings;
 

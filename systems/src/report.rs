@@ -44,6 +44,9 @@ pub struct CandidateResult {
     /// The best restart's convergence figures (for candidates that ran).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub convergence: Option<crate::convergence::Convergence>,
+    /// Parameter count, training R², AIC and BIC (least-squares fits with data).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub selection: Option<crate::selection::Selection>,
     /// What looked wrong in its setup (an unused parameter, a parameter named like a data
     /// column); see [`crate::warnings`].
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -163,6 +166,9 @@ fn result(
             let converged = matches!(status, Status::Done { converged: true });
             crate::convergence::Convergence::of_restart(spec, history, at, best, converged)
         }),
+        selection: matches!(status, Status::Done { .. } | Status::Stopped { .. })
+            .then(|| crate::selection::Selection::of(spec, loss_of(best)))
+            .flatten(),
         warnings: crate::warnings::of_candidate(spec, &c.source, history),
         losses: history.losses.clone(),
     }
@@ -214,7 +220,6 @@ fn held_out_r2(spec: &FitSpec, out: &[f64]) -> Vec<f64> {
     loss::r_squared(axes, out, &data.target, &held)
 }
 
-/// NaN ranks last.
 /// Non-finite losses (NaN, and −∞ as much as +∞) rank last.
 fn rank_loss(x: f64) -> f64 {
     if x.is_finite() { x } else { f64::INFINITY }

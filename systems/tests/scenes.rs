@@ -247,6 +247,32 @@ fn decay_csv_fits_the_least_squares_minimum_of_the_training_rows() {
     }
     let r2 = best.held_out_r2.expect("held-out R²");
     assert!(r2 > 0.98, "{r2}");
+    // Model selection, recomputed from the residuals of the fitted constants.
+    let (a, k, c) = (best.params["A"], best.params["k"], best.params["C"]);
+    let n = rows.len() as f64;
+    let rss: f64 = rows
+        .iter()
+        .map(|&(t, y)| (a * (-k * t).exp() + c - y).powi(2))
+        .sum();
+    let mean = rows.iter().map(|r| r.1).sum::<f64>() / n;
+    let tss: f64 = rows.iter().map(|r| (r.1 - mean).powi(2)).sum();
+    let s = best.selection.as_ref().expect("selection figures");
+    assert_eq!((s.params, s.points), (3, 30));
+    assert!((s.train_r2 - (1.0 - rss / tss)).abs() < 1e-9, "{s:?}");
+    assert!((s.aic - (n * (rss / n).ln() + 6.0)).abs() < 1e-6, "{s:?}");
+    assert!(
+        (s.bic - (n * (rss / n).ln() + 3.0 * n.ln())).abs() < 1e-6,
+        "{s:?}"
+    );
+    // The two-constant laws fit worse by more than their saving in constants.
+    for other in &report.candidates[1..] {
+        let o = other.selection.as_ref().expect("selection figures");
+        assert_eq!(o.params, 2);
+        assert!(
+            o.aic > s.aic + 10.0 && o.bic > s.bic + 10.0,
+            "{o:?} vs {s:?}"
+        );
+    }
 }
 
 /// `m x = b` for a 3×3 system (Cramer's rule).
