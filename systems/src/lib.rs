@@ -25,6 +25,7 @@ pub mod report;
 pub mod resources;
 pub mod search;
 pub mod selection;
+pub mod snippet;
 pub mod stages;
 pub mod warnings;
 

@@ -25,6 +25,8 @@ pub struct FitReport {
 pub struct CandidateResult {
     pub index: usize,
     pub name: String,
+    /// The program.
+    pub src: String,
     /// `done`, `converged`, `stopped`, `failed` (or `pending`/`active` if cut short).
     pub status: &'static str,
     /// The error of a failed candidate, the reason a stopped one stopped.
@@ -148,6 +150,7 @@ fn result(
     CandidateResult {
         index: c.index,
         name: c.name.clone(),
+        src: c.source.clone(),
         status: status_name,
         detail,
         loss: loss_of(best),
@@ -303,6 +306,12 @@ impl FitReport {
         for c in &self.candidates {
             for w in &c.warnings {
                 out += &format!("warning: candidate `{}`: {w}\n", c.name);
+            }
+        }
+        for c in self.candidates.iter().filter(|c| c.status == "failed") {
+            let Some(detail) = &c.detail else { continue };
+            if let Some(snippet) = crate::snippet::render(&c.src, detail) {
+                out += &format!("error: candidate `{}`: {detail}\n{snippet}\n", c.name);
             }
         }
         out

@@ -239,6 +239,16 @@ fn a_failing_candidate_is_reported_with_its_location_and_the_others_go_on() {
     );
     assert!(detail(3).contains("zeta"), "{}", detail(3));
     assert_eq!(report.ranking()[0], 0);
+    // The table shows each located error under the source line it points at.
+    let table = report.table(10);
+    assert!(
+        table.contains(&format!(
+            "error: candidate `type`: {}\n1 | (+ a (car 5))\n  |      ^\n",
+            detail(2)
+        )),
+        "{table}"
+    );
+    assert_eq!(report.candidates[2].src, "(+ a (car 5))");
 }
 
 #[test]
