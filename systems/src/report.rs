@@ -46,6 +46,9 @@ pub struct CandidateResult {
     /// The best restart's convergence figures (for candidates that ran).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub convergence: Option<crate::convergence::Convergence>,
+    /// The best restart's output at every data point (least-squares fits with data).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub predictions: Option<Predictions>,
     /// Parameter count, training R², AIC and BIC (least-squares fits with data).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub selection: Option<crate::selection::Selection>,
@@ -56,6 +59,31 @@ pub struct CandidateResult {
     /// `losses[step][restart]` (written to the losses CSV, not to the JSON).
     #[serde(skip)]
     pub losses: Vec<Vec<f64>>,
+}
+
+/// A candidate's predictions at its data points, in file order, beside which rows were held
+/// out: what a plot of data against the fitted curve needs.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Predictions {
+    /// The program's output at each data point, at the best restart's final constants.
+    pub values: Vec<f64>,
+    /// Data rows (0-based, file order) held out of the fit.
+    pub held_out_rows: Vec<usize>,
+}
+
+impl Predictions {
+    fn of(spec: &FitSpec, results: Option<&LaneResults>, restart: usize) -> Option<Self> {
+        let data = spec.data.as_ref().filter(|_| spec.loss == Loss::Mse)?;
+        let points = data.points();
+        let out = &results?.out;
+        if out.len() != spec.restarts * points {
+            return None;
+        }
+        Some(Predictions {
+            values: out[restart * points..(restart + 1) * points].to_vec(),
+            held_out_rows: (0..points).filter(|&i| !data.train[i]).collect(),
+        })
+    }
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -169,6 +197,7 @@ fn result(
             let converged = matches!(status, Status::Done { converged: true });
             crate::convergence::Convergence::of_restart(spec, history, at, best, converged)
         }),
+        predictions: Predictions::of(spec, results, best),
         selection: matches!(status, Status::Done { .. } | Status::Stopped { .. })
             .then(|| crate::selection::Selection::of(spec, loss_of(best)))
             .flatten(),

@@ -247,6 +247,16 @@ fn decay_csv_fits_the_least_squares_minimum_of_the_training_rows() {
     }
     let r2 = best.held_out_r2.expect("held-out R²");
     assert!(r2 > 0.98, "{r2}");
+    // The predictions are the fitted curve at every row; the held-out rows are the others.
+    let pred = best.predictions.as_ref().expect("predictions");
+    assert_eq!(pred.values.len(), 40);
+    for (i, (&t, &y)) in data.inputs["t"].iter().zip(&pred.values).enumerate() {
+        let (a, k, c) = (best.params["A"], best.params["k"], best.params["C"]);
+        assert!((y - (a * (-k * t).exp() + c)).abs() < 1e-12, "row {i}");
+    }
+    let held: Vec<usize> = (0..40).filter(|&i| !data.train[i]).collect();
+    assert_eq!(pred.held_out_rows, held);
+    assert_eq!(held.len(), 10);
     // Model selection, recomputed from the residuals of the fitted constants.
     let (a, k, c) = (best.params["A"], best.params["k"], best.params["C"]);
     let n = rows.len() as f64;
