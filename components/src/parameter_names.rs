@@ -65,9 +65,7 @@ pub fn locate(text: &str, key: &str) -> Option<(usize, usize)> {
     while let Some(at) = text[from..].find(&quoted).map(|i| i + from) {
         let after = text[at + quoted.len()..].trim_start();
         if after.starts_with(':') {
-            let line = text[..at].matches('\n').count() + 1;
-            let column = at - text[..at].rfind('\n').map_or(0, |i| i + 1) + 1;
-            return Some((line, column));
+            return Some(line_col(text, at));
         }
         from = at + quoted.len();
     }
@@ -95,11 +93,17 @@ pub fn locate_field(text: &str, message: &str) -> Option<(usize, usize)> {
         if found.is_some() {
             return None;
         }
-        let line = text[..at].matches('\n').count() + 1;
-        let column = at - text[..at].rfind('\n').map_or(0, |i| i + 1) + 1;
-        found = Some((line, column));
+        found = Some(line_col(text, at));
     }
     found
+}
+
+/// The 1-based line and column of byte offset `at` in `text` (columns count bytes, as RON's
+/// own error positions do).
+fn line_col(text: &str, at: usize) -> (usize, usize) {
+    let line = text[..at].matches('\n').count() + 1;
+    let column = at - text[..at].rfind('\n').map_or(0, |i| i + 1) + 1;
+    (line, column)
 }
 
 #[cfg(test)]

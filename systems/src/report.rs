@@ -110,7 +110,9 @@ pub fn collect(world: &mut World) -> FitReport {
     let mut candidates: Vec<CandidateResult> = q
         .iter(world)
         .map(|(c, spec, values, status, history, results)| {
-            result(c, spec, values, status, history, results)
+            let mut r = result(c, spec, values, status, history, results);
+            add_figures(&mut r, spec, values, status, history, results);
+            r
         })
         .collect();
     candidates.sort_by_key(|c| c.index);
@@ -120,7 +122,10 @@ pub fn collect(world: &mut World) -> FitReport {
     }
 }
 
-/// The outcome of one candidate entity (`None` if it is not a candidate).
+/// The outcome of one candidate entity (`None` if it is not a candidate): status, loss and
+/// constants of every restart, without the figures of a fit's report (losses per step,
+/// convergence, predictions, selection, warnings) — what a search needs of each of the
+/// thousands of candidates it retires a second.
 pub fn of_entity(world: &World, entity: Entity) -> Option<CandidateResult> {
     let e = world.get_entity(entity).ok()?;
     Some(result(
@@ -142,11 +147,7 @@ fn result(
     results: Option<&LaneResults>,
 ) -> CandidateResult {
     let n = spec.restarts;
-    let at = if history.evaluated.len() == values.0.len() {
-        &history.evaluated
-    } else {
-        &values.0
-    };
+    let at = final_values(history, values);
     let last = history.losses.last();
     let loss_of = |r: usize| last.and_then(|l| l.get(r)).copied().unwrap_or(f64::NAN);
     let params_of = |r: usize| {
@@ -193,16 +194,43 @@ fn result(
                 held_out_r2: r2_of(r),
             })
             .collect(),
-        convergence: matches!(status, Status::Done { .. } | Status::Stopped { .. }).then(|| {
-            let converged = matches!(status, Status::Done { converged: true });
-            crate::convergence::Convergence::of_restart(spec, history, at, best, converged)
-        }),
-        predictions: Predictions::of(spec, results, best),
-        selection: matches!(status, Status::Done { .. } | Status::Stopped { .. })
-            .then(|| crate::selection::Selection::of(spec, loss_of(best)))
-            .flatten(),
-        warnings: crate::warnings::of_candidate(spec, &c.source, history),
-        losses: history.losses.clone(),
+        convergence: None,
+        predictions: None,
+        selection: None,
+        warnings: Vec::new(),
+        losses: Vec::new(),
+    }
+}
+
+/// The figures a fit's report adds to a candidate's outcome (see [`of_entity`]).
+fn add_figures(
+    r: &mut CandidateResult,
+    spec: &FitSpec,
+    values: &ParamValues,
+    status: &Status,
+    history: &History,
+    results: Option<&LaneResults>,
+) {
+    let best = r.best_restart;
+    if matches!(status, Status::Done { .. } | Status::Stopped { .. }) {
+        let at = final_values(history, values);
+        let converged = matches!(status, Status::Done { converged: true });
+        r.convergence = Some(crate::convergence::Convergence::of_restart(
+            spec, history, at, best, converged,
+        ));
+        r.selection = crate::selection::Selection::of(spec, r.loss);
+    }
+    r.predictions = Predictions::of(spec, results, best);
+    r.warnings = crate::warnings::of_candidate(spec, &r.src, history);
+    r.losses.clone_from(&history.losses);
+}
+
+/// The constants the last recorded loss was evaluated at (parameter-major).
+fn final_values<'a>(history: &'a History, values: &'a ParamValues) -> &'a [f64] {
+    if history.evaluated.len() == values.0.len() {
+        &history.evaluated
+    } else {
+        &values.0
     }
 }
 

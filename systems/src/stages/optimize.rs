@@ -41,14 +41,13 @@ pub fn optimize(
             let grads = gather(spec, ids, groups);
             history.losses.push(results.loss.clone());
             history.evaluated.clone_from(&values.0);
-            history.grad_norm = (0..spec.restarts)
-                .map(|r| {
-                    (0..spec.params.len())
-                        .map(|p| grads[p * spec.restarts + r].powi(2))
-                        .sum::<f64>()
-                        .sqrt()
-                })
-                .collect();
+            history.grad_norm.clear();
+            history.grad_norm.extend((0..spec.restarts).map(|r| {
+                (0..spec.params.len())
+                    .map(|p| grads[p * spec.restarts + r].powi(2))
+                    .sum::<f64>()
+                    .sqrt()
+            }));
             history.grad_seen.resize(spec.params.len(), false);
             for (p, seen) in history.grad_seen.iter_mut().enumerate() {
                 *seen |= grads[p * spec.restarts..(p + 1) * spec.restarts]
