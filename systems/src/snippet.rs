@@ -7,11 +7,15 @@ pub fn render(src: &str, detail: &str) -> Option<String> {
     let rest = detail.strip_prefix("line ")?;
     let (line, rest) = rest.split_once(", column ")?;
     let (column, _) = rest.split_once(':')?;
-    let (line, column): (usize, usize) = (line.parse().ok()?, column.parse().ok()?);
+    at(src, line.parse().ok()?, column.parse().ok()?)
+}
+
+/// Line `line` of `src` (1-based) and a marker under `column`; `None` past the end. The one
+/// rendering of a located error's source line (scene errors use it too).
+pub fn at(src: &str, line: usize, column: usize) -> Option<String> {
     let text = src.lines().nth(line.checked_sub(1)?)?;
-    let width = line.to_string().len();
     Some(format!(
-        "{line:>width$} | {text}\n{:>width$} | {}^",
+        "{line:>5} | {text}\n{:>5} | {}^",
         "",
         " ".repeat(column.saturating_sub(1))
     ))
@@ -26,7 +30,7 @@ mod tests {
         let src = "(define (f a)\n  (+ a (car 5)))\n(f 1)";
         assert_eq!(
             render(src, "line 2, column 8: type error: `car`: expected a pair").as_deref(),
-            Some("2 |   (+ a (car 5)))\n  |        ^")
+            Some("    2 |   (+ a (car 5)))\n      |        ^")
         );
         assert_eq!(render(src, "the loss is NaN"), None);
         assert_eq!(render(src, "line 9, column 1: x"), None);

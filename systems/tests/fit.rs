@@ -243,7 +243,7 @@ fn a_failing_candidate_is_reported_with_its_location_and_the_others_go_on() {
     let table = report.table(10);
     assert!(
         table.contains(&format!(
-            "error: candidate `type`: {}\n1 | (+ a (car 5))\n  |      ^\n",
+            "error: candidate `type`: {}\n    1 | (+ a (car 5))\n      |      ^\n",
             detail(2)
         )),
         "{table}"

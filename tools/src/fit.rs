@@ -185,9 +185,9 @@ fn scene_error(e: &SceneError, path: &Path, text: &str) -> String {
         e.column,
         e.message
     );
-    if let Some(line) = text.lines().nth(e.line.saturating_sub(1)) {
-        out += &format!("{:>5} | {line}\n", e.line);
-        out += &format!("{:>5} | {}^\n", "", " ".repeat(e.column.saturating_sub(1)));
+    if let Some(snippet) = ndvm_systems::snippet::at(text, e.line, e.column) {
+        out += &snippet;
+        out.push('\n');
     }
     out
 }
