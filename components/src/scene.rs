@@ -45,9 +45,14 @@ pub struct Scene {
     pub data: Option<Data>,
     #[serde(default)]
     pub loss: Loss,
-    #[serde(default)]
-    pub optimizer: Optimizer,
-    /// Optimizer steps per candidate.
+    /// How constants move; see [`Scene::optimizer`] for the default.
+    #[serde(
+        default,
+        deserialize_with = "crate::optimizer::written",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub optimizer: Option<Optimizer>,
+    /// Optimizer steps per candidate (for Levenberg–Marquardt and L-BFGS: evaluations).
     #[serde(default = "defaults::steps")]
     pub steps: u32,
     /// Stop a candidate early when its loss changes by less than this between steps.
@@ -74,6 +79,9 @@ pub struct Scene {
     #[serde(default)]
     pub search: Option<Search>,
 }
+
+const LM_NEEDS_MSE: &str = "`LevenbergMarquardt` fits residuals and needs `loss: Mse`; \
+                            use `Lbfgs` or `Adam` for other losses";
 
 mod defaults {
     pub fn steps() -> u32 {
@@ -250,6 +258,9 @@ pub enum Loss {
     /// Mean squared error between the output and the data's target column, over the training
     /// points (the data points are lanes).
     Mse,
+    /// The program's output, which is a negative log-likelihood: minimized like `Output`, and
+    /// the constants' standard errors come from the inverse Hessian.
+    NegLogLikelihood,
 }
 
 /// Where results go (paths relative to the working directory).
@@ -328,6 +339,15 @@ impl Scene {
         Ok(())
     }
 
+    /// The optimizer a fit uses: the scene's, or by default Levenberg–Marquardt for `loss: Mse`
+    /// (it needs the fewest evaluations: docs/fitting.md) and Adam for other losses.
+    pub fn optimizer(&self) -> Optimizer {
+        self.optimizer.unwrap_or(match self.loss {
+            Loss::Mse => Optimizer::levenberg_marquardt(),
+            Loss::Output | Loss::NegLogLikelihood => Optimizer::default(),
+        })
+    }
+
     /// What RON cannot say: an MSE loss needs data, restarts and splits must make sense.
     fn check(&self) -> Result<(), SceneError> {
         let fail = |message: String| {
@@ -341,6 +361,12 @@ impl Scene {
             self.check_search(search).or_else(fail)?;
         } else if self.candidates.is_empty() {
             return fail("a scene needs at least one candidate".into());
+        }
+        if let Some(o) = &self.optimizer {
+            o.check().or_else(fail)?;
+            if matches!(o, Optimizer::LevenbergMarquardt { .. }) && self.loss != Loss::Mse {
+                return fail(LM_NEEDS_MSE.into());
+            }
         }
         let own_data = |c: &Candidates| matches!(c, Candidates::Inline { data: Some(_), .. });
         if self.loss == Loss::Mse && self.data.is_none() && !self.candidates.iter().all(own_data) {
@@ -398,8 +424,15 @@ impl Scene {
         if self.steps != defaults::steps() {
             return Err("in a search scene, write `steps` in `search.calibration`".into());
         }
-        if self.optimizer != Optimizer::default() {
+        if self.optimizer.is_some() {
             return Err("in a search scene, write `optimizer` in `search.calibration`".into());
+        }
+        if matches!(
+            search.calibration.optimizer,
+            Optimizer::LevenbergMarquardt { .. }
+        ) && self.loss != Loss::Mse
+        {
+            return Err(LM_NEEDS_MSE.into());
         }
         if self.tolerance.is_some() {
             return Err("in a search scene, write `tolerance` in `search.calibration`".into());

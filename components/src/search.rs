@@ -307,6 +307,7 @@ impl Search {
         if c.draws == 0 {
             return Err("`calibration.draws` must be at least 1".into());
         }
+        c.optimizer.check()?;
         if self.window == 0 {
             return Err("`search.window` must be at least 1".into());
         }

@@ -18,6 +18,7 @@ pub mod data;
 pub mod fit;
 pub mod loss;
 pub mod machine;
+pub mod optim;
 pub mod plugin;
 pub mod population;
 pub mod profile;
@@ -27,6 +28,7 @@ pub mod search;
 pub mod selection;
 pub mod snippet;
 pub mod stages;
+pub mod uncertainty;
 pub mod warnings;
 
 pub use ndvm_components as components;

@@ -59,7 +59,7 @@ impl Protocol {
     pub fn of_scene(scene: &Scene) -> Protocol {
         Protocol {
             loss: scene.loss,
-            optimizer: scene.optimizer,
+            optimizer: scene.optimizer(),
             steps: scene.steps,
             tolerance: scene.tolerance,
             first_at_init: true,

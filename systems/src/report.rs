@@ -52,6 +52,9 @@ pub struct CandidateResult {
     /// Parameter count, training R², AIC and BIC (least-squares fits with data).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub selection: Option<crate::selection::Selection>,
+    /// Standard errors and correlations of the best restart's constants (finished fits).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub uncertainty: Option<crate::uncertainty::Uncertainty>,
     /// What looked wrong in its setup (an unused parameter, a parameter named like a data
     /// column); see [`crate::warnings`].
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -102,6 +105,7 @@ type Outcome<'a> = (
     &'a Status,
     &'a History,
     Option<&'a LaneResults>,
+    Option<&'a Compiled>,
 );
 
 /// Reads every candidate's outcome from the world.
@@ -109,9 +113,10 @@ pub fn collect(world: &mut World) -> FitReport {
     let mut q = world.query::<Outcome>();
     let mut candidates: Vec<CandidateResult> = q
         .iter(world)
-        .map(|(c, spec, values, status, history, results)| {
+        .map(|(c, spec, values, status, history, results, compiled)| {
             let mut r = result(c, spec, values, status, history, results);
             add_figures(&mut r, spec, values, status, history, results);
+            add_uncertainty(&mut r, spec, values, history, compiled);
             r
         })
         .collect();
@@ -197,6 +202,7 @@ fn result(
         convergence: None,
         predictions: None,
         selection: None,
+        uncertainty: None,
         warnings: Vec::new(),
         losses: Vec::new(),
     }
@@ -223,6 +229,29 @@ fn add_figures(
     r.predictions = Predictions::of(spec, results, best);
     r.warnings = crate::warnings::of_candidate(spec, &r.src, history);
     r.losses.clone_from(&history.losses);
+}
+
+/// The best restart's standard errors (finished candidates with a finite loss), or a warning
+/// saying why there are none.
+fn add_uncertainty(
+    r: &mut CandidateResult,
+    spec: &FitSpec,
+    values: &ParamValues,
+    history: &History,
+    compiled: Option<&Compiled>,
+) {
+    let wanted = matches!(r.status, "done" | "converged") && spec.loss != Loss::Output;
+    let (Some(compiled), true) = (compiled, wanted) else {
+        return;
+    };
+    let all = final_values(history, values);
+    let at: Vec<f64> = (0..spec.params.len())
+        .map(|p| all[p * spec.restarts + r.best_restart])
+        .collect();
+    match crate::uncertainty::of(spec, &compiled.0, &at) {
+        Ok(u) => r.uncertainty = Some(u),
+        Err(why) => r.warnings.push(format!("no standard errors: {why}")),
+    }
 }
 
 /// The constants the last recorded loss was evaluated at (parameter-major).
@@ -338,7 +367,12 @@ impl FitReport {
             let constants: Vec<String> = c
                 .params
                 .iter()
-                .map(|(k, v)| format!("{k}={v:.6}"))
+                .map(
+                    |(k, v)| match c.uncertainty.as_ref().and_then(|u| u.std_errors.get(k)) {
+                        Some(&se) => format!("{k} = {}", crate::uncertainty::format(*v, se)),
+                        None => format!("{k}={v:.6}"),
+                    },
+                )
                 .collect();
             out += &format!("  {}", constants.join(" "));
             if let Some(d) = &c.detail {

@@ -247,6 +247,49 @@ fn decay_csv_fits_the_least_squares_minimum_of_the_training_rows() {
     }
     let r2 = best.held_out_r2.expect("held-out R²");
     assert!(r2 > 0.98, "{r2}");
+    // Standard errors and correlations: σ²(JᵀJ)⁻¹ at the minimum, σ² = SSR/(n − 3), with the
+    // inverse by Cramer's rule here.
+    let (mut jtj, mut ssr) = ([[0.0; 3]; 3], 0.0);
+    for &(t, y) in &rows {
+        let e = (-p[1] * t).exp();
+        ssr += (p[0] * e + p[2] - y).powi(2);
+        let j = [e, -p[0] * t * e, 1.0];
+        for a in 0..3 {
+            for b in 0..3 {
+                jtj[a][b] += j[a] * j[b];
+            }
+        }
+    }
+    let sigma2 = ssr / (rows.len() - 3) as f64;
+    let columns: Vec<[f64; 3]> = (0..3)
+        .map(|c| {
+            let mut unit = [0.0; 3];
+            unit[c] = 1.0;
+            solve3(jtj, unit)
+        })
+        .collect();
+    let cov = |a: usize, b: usize| sigma2 * columns[b][a];
+    let u = best.uncertainty.as_ref().expect("standard errors");
+    assert_eq!((u.method, u.dof), ("jacobian", Some(27)));
+    assert!(rel(u.sigma2.expect("σ²"), sigma2) < 1e-9);
+    // The scene's parameters in order: A, k, C.
+    for (i, name) in ["A", "k", "C"].into_iter().enumerate() {
+        let se = cov(i, i).sqrt();
+        assert!(
+            rel(u.std_errors[name], se) < 1e-6,
+            "{name}: {} vs {se}",
+            u.std_errors[name]
+        );
+        for j in 0..3 {
+            let corr = cov(i, j) / (cov(i, i) * cov(j, j)).sqrt();
+            assert!((u.correlation[i][j] - corr).abs() < 1e-6, "{i},{j}");
+        }
+    }
+    assert!(
+        u.correlation[0][1].abs() > 0.1,
+        "A and k are correlated: {:?}",
+        u.correlation
+    );
     // The predictions are the fitted curve at every row; the held-out rows are the others.
     let pred = best.predictions.as_ref().expect("predictions");
     assert_eq!(pred.values.len(), 40);

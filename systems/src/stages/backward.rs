@@ -1,10 +1,10 @@
 //! Backward: the reverse pass of every walked group, scaled by each lane's loss weight.
 //!
 //! The engine replays the group's tape in reverse over its lanes (seeded with 1 per lane) —
-//! the tape this step's walk recorded or the numeric stage replayed — and each of the group's
-//! lanes' parameter gradient is multiplied by the lane's `∂loss/∂out` from merge-masks.
-//! A lane whose weight is zero (a held-out data point) contributes exactly zero, even when its
-//! gradient is not finite. Groups run in parallel; each is sequential.
+//! the tape this step's walk recorded or the numeric stage replayed — leaving each lane's
+//! `∂out/∂param` in the group's outputs. The optimize stage weighs them by each lane's
+//! `∂loss/∂out` (and Levenberg–Marquardt reads them as they are: the Jacobian). Groups run in
+//! parallel; each is sequential.
 
 use crate::machine::Machine;
 use crate::profile::{Profile, Stage, StageTimer};
@@ -15,7 +15,7 @@ use rayon::prelude::*;
 
 pub fn backward<R: Real>(
     mut profile: ResMut<Profile>,
-    candidates: Query<(&FitSpec, &LaneResults, &Status)>,
+    candidates: Query<(&FitSpec, &Status)>,
     mut groups: Query<(&LaneGroup, &mut Machine<R>, &mut GroupOutputs)>,
 ) {
     let timer = StageTimer::start(Stage::Backward);
@@ -25,12 +25,12 @@ pub fn backward<R: Real>(
             m.result.is_some()
                 && candidates
                     .get(g.candidate)
-                    .is_ok_and(|c| *c.2 == Status::Active)
+                    .is_ok_and(|c| *c.1 == Status::Active)
         })
         .collect();
     let candidates = &candidates;
     todo.par_iter_mut().for_each(|(group, machine, out)| {
-        let Ok((spec, results, _)) = candidates.get(group.candidate) else {
+        let Ok((spec, _)) = candidates.get(group.candidate) else {
             return;
         };
         let Some(result) = machine.result.take() else {
@@ -53,21 +53,13 @@ pub fn backward<R: Real>(
                 continue;
             }
             let row = &mut out.grads[p * n..(p + 1) * n];
-            let first = group.lanes.first().copied().unwrap_or(0);
-            if whole && group.lanes.last() == Some(&(first + n - 1)) {
-                // Consecutive lanes, all walked: the common case, one pass over three slices.
-                let weights = &results.weights[first..first + n];
-                for ((o, &w), &g) in row.iter_mut().zip(weights).zip(g) {
-                    if w != 0.0 {
-                        *o = w * g.to_f64();
-                    }
+            if whole {
+                for (o, &g) in row.iter_mut().zip(g) {
+                    *o = g.to_f64();
                 }
-                continue;
-            }
-            for (i, (&lane, o)) in group.lanes.iter().zip(row).enumerate() {
-                let w = results.weights[lane];
-                if w != 0.0 {
-                    *o = w * g[if whole { i } else { cols[i] }].to_f64();
+            } else {
+                for (o, &c) in row.iter_mut().zip(&cols) {
+                    *o = g[c].to_f64();
                 }
             }
         }

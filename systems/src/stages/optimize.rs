@@ -3,13 +3,17 @@
 //! The stage reduces each candidate's weighted per-lane gradients (from its groups, in lane
 //! order) to one gradient per parameter and restart, records the step's losses in [`History`],
 //! and either finishes the candidate (its step count reached, or every restart's loss moved by
-//! less than the tolerance) or moves its parameters with [`step`].
+//! less than the tolerance) or moves its parameters with [`crate::optim::step`]. The
+//! trial-based optimizers (Levenberg–Marquardt, L-BFGS) decide both in [`crate::optim::trial`]:
+//! their history records each step's accepted losses, and Levenberg–Marquardt reads the
+//! per-lane gradients unweighted — the Jacobian of the outputs.
 //!
 //! Parameters, gradients and moments are parameter-major, lane-minor (`p * lanes + lane`), the
 //! layout of the engine's per-lane gradients. Every lane is updated by the same arithmetic in
 //! the same order, from its own numbers only: a batch of restarts steps exactly as each restart
 //! would alone, whatever the thread count.
 
+use crate::optim::trial::{self, LeastSquares, Verdict};
 use crate::profile::{Profile, Stage, StageTimer};
 use bevy_ecs::prelude::*;
 use ndvm_components::prelude::*;
@@ -38,7 +42,8 @@ pub fn optimize(
     let groups = &groups;
     todo.par_iter_mut()
         .for_each(|(spec, ids, results, values, state, history, status)| {
-            let grads = gather(spec, ids, groups);
+            let per_lane = gather(spec, ids, groups);
+            let grads = reduce(spec, &per_lane, &results.weights);
             history.losses.push(results.loss.clone());
             history.evaluated.clone_from(&values.0);
             history.grad_norm.clear();
@@ -64,6 +69,12 @@ pub fn optimize(
                     }
                 }
             }
+            if spec.optimizer.is_trial_based() {
+                step_trials(
+                    spec, results, &per_lane, &grads, values, state, history, status,
+                );
+                return;
+            }
             let converged = spec.tolerance.is_some_and(|tol| {
                 let n = history.losses.len();
                 n >= 2
@@ -76,7 +87,7 @@ pub fn optimize(
                 **status = Status::Done { converged };
                 return;
             }
-            step(
+            crate::optim::step(
                 &spec.optimizer,
                 state,
                 &mut values.0,
@@ -89,27 +100,68 @@ pub fn optimize(
     profile.record(timer);
 }
 
-/// `∂loss/∂param` per restart (parameter-major), summed over each restart's lanes in lane
-/// order (whichever groups the lanes are in).
-fn gather(spec: &FitSpec, ids: &Groups, groups: &Query<(&LaneGroup, &GroupOutputs)>) -> Vec<f64> {
-    let (restarts, points, lanes) = (spec.restarts, spec.points(), spec.lanes());
-    let params = spec.params.len();
-    let mut grads = vec![0.0; params * restarts];
-    let sum = |grads: &mut [f64], per_lane: &[f64], p: usize| {
-        for (r, chunk) in per_lane.chunks_exact(points).enumerate() {
-            grads[p * restarts + r] = crate::loss::lane_sum(chunk);
+/// A trial-based optimizer's step (see [`crate::optim::trial`]).
+#[allow(clippy::too_many_arguments)]
+fn step_trials(
+    spec: &FitSpec,
+    results: &LaneResults,
+    per_lane: &[f64],
+    grads: &[f64],
+    values: &mut ParamValues,
+    state: &mut OptimizerState,
+    history: &mut History,
+    status: &mut Status,
+) {
+    let lsq = spec.data.as_ref().map(|d| LeastSquares {
+        out: &results.out,
+        jacobian: per_lane,
+        target: &d.target,
+        train: &d.train,
+    });
+    let lsq = lsq.filter(|_| spec.loss == Loss::Mse);
+    let verdict = trial::advance(
+        &spec.optimizer,
+        state,
+        &mut values.0,
+        (&results.loss, grads),
+        lsq.as_ref(),
+        &spec.bounds,
+        spec.tolerance,
+        history.steps + 1 >= spec.steps,
+    );
+    match verdict {
+        Verdict::Done { converged } if state.finishing => {
+            // The accepted points evaluated once more: the previous entry already holds
+            // their losses.
+            history.losses.pop();
+            *status = Status::Done { converged };
         }
-    };
+        Verdict::Done { converged } => {
+            *history.losses.last_mut().expect("pushed this step") = trial::accepted_losses(state);
+            *status = Status::Done { converged };
+        }
+        Verdict::Finishing | Verdict::Continue => {
+            *history.losses.last_mut().expect("pushed this step") = trial::accepted_losses(state);
+            history.steps += 1;
+        }
+    }
+}
+
+/// `∂out/∂param` per lane, parameter-major in lane order (`p · lanes + lane`), whichever
+/// groups the lanes are in (unweighted: the Jacobian of the outputs for least squares).
+fn gather<'a>(
+    spec: &FitSpec,
+    ids: &Groups,
+    groups: &'a Query<(&LaneGroup, &GroupOutputs)>,
+) -> std::borrow::Cow<'a, [f64]> {
+    let (params, lanes) = (spec.params.len(), spec.lanes());
     // One group holding every lane: its gradients are already in lane order.
     if let [g] = ids.0[..]
         && let Ok((group, out)) = groups.get(g)
         && group.lanes.len() == lanes
         && out.grads.len() == params * lanes
     {
-        for p in 0..params {
-            sum(&mut grads, &out.grads[p * lanes..(p + 1) * lanes], p);
-        }
-        return grads;
+        return std::borrow::Cow::Borrowed(&out.grads);
     }
     let mut per_lane = vec![0.0; params * lanes];
     for &g in &ids.0 {
@@ -123,181 +175,33 @@ fn gather(spec: &FitSpec, ids: &Groups, groups: &Query<(&LaneGroup, &GroupOutput
             }
         }
     }
+    std::borrow::Cow::Owned(per_lane)
+}
+
+/// `∂loss/∂param` per restart (parameter-major): each lane's gradient times its loss weight,
+/// summed over the restart's lanes in lane order by [`crate::loss::lane_sum`]. A lane of
+/// weight zero (a held-out point) contributes exactly zero, even with a non-finite gradient.
+fn reduce(spec: &FitSpec, per_lane: &[f64], weights: &[f64]) -> Vec<f64> {
+    let (restarts, points, lanes) = (spec.restarts, spec.points(), spec.lanes());
+    let params = spec.params.len();
+    let mut grads = vec![0.0; params * restarts];
+    let mut terms = vec![0.0; points];
+    if per_lane.len() != params * lanes || weights.len() != lanes {
+        return grads;
+    }
     for p in 0..params {
-        sum(&mut grads, &per_lane[p * lanes..(p + 1) * lanes], p);
+        for r in 0..restarts {
+            let base = r * points;
+            for (k, t) in terms.iter_mut().enumerate() {
+                let w = weights[base + k];
+                *t = if w != 0.0 {
+                    w * per_lane[p * lanes + base + k]
+                } else {
+                    0.0
+                };
+            }
+            grads[p * restarts + r] = crate::loss::lane_sum(&terms);
+        }
     }
     grads
-}
-
-/// One step: moves `params` (`n_params × lanes`) along `grads` (same layout), then clamps each
-/// parameter into its bounds (`bounds` has one entry per parameter, or is empty). Non-finite
-/// gradients leave their lane's parameter where it is (the moments keep their last value), so
-/// one lane's overflow cannot spread.
-pub fn step(
-    opt: &Optimizer,
-    state: &mut OptimizerState,
-    params: &mut [f64],
-    grads: &[f64],
-    lanes: usize,
-    bounds: &[Bounds],
-) {
-    assert_eq!(params.len(), grads.len(), "one gradient per parameter lane");
-    if state.m.len() != params.len() {
-        state.m = vec![0.0; params.len()];
-        state.v = vec![0.0; params.len()];
-        state.step = 0;
-    }
-    state.step += 1;
-    match *opt {
-        Optimizer::Sgd { lr } => {
-            for (p, &g) in params.iter_mut().zip(grads) {
-                if g.is_finite() {
-                    *p -= lr * g;
-                }
-            }
-        }
-        Optimizer::Adam {
-            lr,
-            beta1,
-            beta2,
-            eps,
-        } => {
-            let t = state.step as i32;
-            let (c1, c2) = (1.0 - beta1.powi(t), 1.0 - beta2.powi(t));
-            for (i, p) in params.iter_mut().enumerate() {
-                let g = grads[i];
-                if !g.is_finite() {
-                    continue;
-                }
-                let m = beta1 * state.m[i] + (1.0 - beta1) * g;
-                let v = beta2 * state.v[i] + (1.0 - beta2) * g * g;
-                state.m[i] = m;
-                state.v[i] = v;
-                *p -= lr * (m / c1) / ((v / c2).sqrt() + eps);
-            }
-        }
-    }
-    if !bounds.is_empty() && lanes > 0 {
-        for (i, p) in params.iter_mut().enumerate() {
-            if let Some(b) = bounds.get(i / lanes) {
-                *p = b.clamp(*p);
-            }
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn adam(lr: f64) -> Optimizer {
-        Optimizer::Adam {
-            lr,
-            beta1: 0.9,
-            beta2: 0.999,
-            eps: 1e-8,
-        }
-    }
-
-    #[test]
-    fn adams_first_step_is_lr_times_the_gradients_sign() {
-        // Bias correction makes m̂ = g and v̂ = g² after one step.
-        let mut s = OptimizerState::default();
-        let mut p = vec![1.0, 1.0, 1.0];
-        step(&adam(0.1), &mut s, &mut p, &[4.0, -0.5, 0.0], 3, &[]);
-        assert!((p[0] - 0.9).abs() < 1e-7 && (p[1] - 1.1).abs() < 1e-7);
-        assert_eq!(p[2], 1.0);
-        assert_eq!(s.step, 1);
-    }
-
-    #[test]
-    fn sgd_steps_against_the_gradient_and_bounds_clamp() {
-        let mut s = OptimizerState::default();
-        let mut p = vec![1.0, 1.0, 5.0, 5.0];
-        let bounds = [
-            Bounds {
-                min: Some(0.5),
-                max: None,
-            },
-            Bounds {
-                min: None,
-                max: Some(4.0),
-            },
-        ];
-        step(
-            &Optimizer::Sgd { lr: 0.1 },
-            &mut s,
-            &mut p,
-            &[2.0, 10.0, -1.0, 1.0],
-            2,
-            &bounds,
-        );
-        assert_eq!(p, vec![0.8, 0.5, 4.0, 4.0]);
-    }
-
-    #[test]
-    fn adam_minimizes_a_quadratic_in_every_lane() {
-        // f(x) = (x − c)² per lane, with a different c and start per lane.
-        let c = [3.0, -2.0, 0.5];
-        let mut x = vec![0.0, 1.0, -4.0];
-        let mut s = OptimizerState::default();
-        for _ in 0..2000 {
-            let g: Vec<f64> = x.iter().zip(&c).map(|(x, c)| 2.0 * (x - c)).collect();
-            step(&adam(0.05), &mut s, &mut x, &g, 3, &[]);
-        }
-        for (x, c) in x.iter().zip(&c) {
-            assert!((x - c).abs() < 1e-3, "{x} vs {c}");
-        }
-    }
-
-    #[test]
-    fn a_batch_steps_exactly_as_its_lanes_alone() {
-        let grads = [[0.3, -1.7, 2.5e-3], [1e3, 0.0, -0.25]];
-        let mut batch = vec![0.1, 0.2, 0.3];
-        let mut sb = OptimizerState::default();
-        let mut alone: Vec<(f64, OptimizerState)> = batch
-            .iter()
-            .map(|&x| (x, OptimizerState::default()))
-            .collect();
-        for g in grads {
-            step(&adam(0.05), &mut sb, &mut batch, &g, 3, &[]);
-            for (l, (x, s)) in alone.iter_mut().enumerate() {
-                let mut one = [*x];
-                step(&adam(0.05), s, &mut one, &[g[l]], 1, &[]);
-                *x = one[0];
-            }
-        }
-        for (l, (x, _)) in alone.iter().enumerate() {
-            assert_eq!(batch[l].to_bits(), x.to_bits());
-        }
-    }
-
-    #[test]
-    fn a_non_finite_gradient_freezes_only_its_lane() {
-        let mut s = OptimizerState::default();
-        let mut p = vec![1.0, 1.0];
-        step(&adam(0.1), &mut s, &mut p, &[f64::NAN, 1.0], 2, &[]);
-        assert_eq!(p[0], 1.0);
-        assert!((p[1] - 0.9).abs() < 1e-7);
-    }
-
-    #[test]
-    fn scenes_write_optimizers_in_ron() {
-        let o: Optimizer = ron::from_str("Adam(lr: 0.01)").expect("ron");
-        assert_eq!(
-            o,
-            Optimizer::Adam {
-                lr: 0.01,
-                beta1: 0.9,
-                beta2: 0.999,
-                eps: 1e-8
-            }
-        );
-        assert_eq!(
-            ron::from_str::<Optimizer>("Sgd()").expect("ron"),
-            Optimizer::Sgd { lr: 0.05 }
-        );
-        let e = ron::from_str::<Optimizer>("Adam(lr: 0.01, momentum: 2)").expect_err("unknown");
-        assert!(e.to_string().contains("momentum"), "{e}");
-    }
 }
