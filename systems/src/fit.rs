@@ -266,6 +266,15 @@ impl Fit {
         self.world.resource::<Profile>()
     }
 
+    /// Each candidate's data set (by population index), for candidates fitted to data: what
+    /// [`crate::plots`] draws the fitted curves against.
+    pub fn datasets(&mut self) -> std::collections::BTreeMap<usize, Arc<Dataset>> {
+        let mut q = self.world.query::<(&Candidate, &FitSpec)>();
+        q.iter(&self.world)
+            .filter_map(|(c, spec)| Some((c.index, spec.data.clone()?)))
+            .collect()
+    }
+
     /// The world, for inspection (tests, tools).
     pub fn world_mut(&mut self) -> &mut World {
         &mut self.world

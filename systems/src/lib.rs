@@ -19,6 +19,7 @@ pub mod fit;
 pub mod loss;
 pub mod machine;
 pub mod optim;
+pub mod plots;
 pub mod plugin;
 pub mod population;
 pub mod profile;

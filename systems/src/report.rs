@@ -64,6 +64,22 @@ pub struct CandidateResult {
     pub losses: Vec<Vec<f64>>,
 }
 
+impl CandidateResult {
+    /// Each fitted constant as text: `k = 0.6956 ± 0.0031` where it has a standard error,
+    /// else `k=0.695612`.
+    pub fn constants(&self) -> Vec<String> {
+        self.params
+            .iter()
+            .map(
+                |(k, v)| match self.uncertainty.as_ref().and_then(|u| u.std_errors.get(k)) {
+                    Some(&se) => format!("{k} = {}", crate::uncertainty::format(*v, se)),
+                    None => format!("{k}={v:.6}"),
+                },
+            )
+            .collect()
+    }
+}
+
 /// A candidate's predictions at its data points, in file order, beside which rows were held
 /// out: what a plot of data against the fitted curve needs.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -364,17 +380,7 @@ impl FitReport {
                     None => format!("  {:>9}", "-"),
                 };
             }
-            let constants: Vec<String> = c
-                .params
-                .iter()
-                .map(
-                    |(k, v)| match c.uncertainty.as_ref().and_then(|u| u.std_errors.get(k)) {
-                        Some(&se) => format!("{k} = {}", crate::uncertainty::format(*v, se)),
-                        None => format!("{k}={v:.6}"),
-                    },
-                )
-                .collect();
-            out += &format!("  {}", constants.join(" "));
+            out += &format!("  {}", c.constants().join(" "));
             if let Some(d) = &c.detail {
                 out += &format!("  ({})", d.lines().next().unwrap_or(""));
             }

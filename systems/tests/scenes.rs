@@ -117,9 +117,16 @@ fn feynman_constants_are_recovered_within_one_percent() {
         let Data::Synthetic { constants, .. } = &**data else {
             panic!("synthetic data");
         };
+        // A·cos(ωt + φ) = A·cos(−ωt − φ): the mirrored oscillator is the same law.
+        let mut params = c.params.clone();
+        if c.name == "oscillator" && params["omega"] < 0.0 {
+            for k in ["omega", "phi"] {
+                params.insert(k.into(), -params[k]);
+            }
+        }
         let worst = constants
             .iter()
-            .map(|(name, truth)| rel(c.params[name], *truth))
+            .map(|(name, truth)| rel(params[name], *truth))
             .fold(0.0, f64::max);
         if worst < 0.01 {
             recovered.push(c.name.clone());
@@ -128,14 +135,8 @@ fn feynman_constants_are_recovered_within_one_percent() {
         }
     }
     assert_eq!(recovered.len() + missed.len(), 15);
-    assert!(recovered.len() >= 13, "missed {missed:?}");
-    // Only the laws the paper itself reports as hard may miss.
-    for (name, _) in &missed {
-        assert!(
-            name == "oscillator" || name == "lorentz_factor",
-            "{name} missed: {missed:?}"
-        );
-    }
+    // Levenberg–Marquardt from four starts finds all 15 (Adam stalled on the oscillator).
+    assert_eq!(recovered.len(), 15, "missed {missed:?}");
 }
 
 #[test]

@@ -36,9 +36,14 @@ pub struct FitArgs {
     /// Print the results JSON on standard output instead of the table.
     #[arg(long)]
     json: bool,
-    /// Rows of the ranked table.
+    /// Rows of the ranked table (and candidates drawn by `--plots`).
     #[arg(long, value_name = "N", default_value_t = 20)]
     top: usize,
+    /// Write figures here (created if missing): each top candidate's data against its fitted
+    /// curve with residuals, its loss per step, a ranking chart, and an index.html showing
+    /// them all (docs/fitting.md).
+    #[arg(long, value_name = "DIR")]
+    plots: Option<PathBuf>,
     /// Walk every candidate on every step instead of replaying its recorded tape (the
     /// reference behaviour: the same results, more time).
     #[arg(long)]
@@ -87,6 +92,15 @@ pub fn fit(args: FitArgs) -> Result<(), Failure> {
     for path in results.iter().chain(&losses) {
         check_writable(path)?;
     }
+    if let Some(dir) = &args.plots {
+        std::fs::create_dir_all(dir).map_err(|e| {
+            Failure::Usage(format!(
+                "cannot create the plots folder {}: {e}",
+                dir.display()
+            ))
+        })?;
+        check_writable(&dir.join("index.html"))?;
+    }
     let mut fit = start(&scene, &base, &options, &args.scene)?;
     let threads = options
         .threads
@@ -100,6 +114,12 @@ pub fn fit(args: FitArgs) -> Result<(), Failure> {
     }
     if let Some(path) = &losses {
         write(path, &report.losses_csv())?;
+    }
+    if let Some(dir) = &args.plots {
+        let data = fit.datasets();
+        for (name, text) in ndvm_systems::plots::files(&report, &data, args.top) {
+            write(&dir.join(name), &text)?;
+        }
     }
     if args.json {
         crate::output::print(&json)?;

@@ -286,3 +286,95 @@ fn an_unused_parameter_is_a_warning_in_the_table_and_the_json() {
     assert_eq!(v["candidates"][0]["warnings"][0], message);
     assert_eq!(v["candidates"][0]["params"]["k"], 0.3);
 }
+
+/// `--plots DIR`: the data-and-fit figure parses as SVG and draws every data row twice (the
+/// data and its residual), the CSV beside it holds the predictions of the results JSON, and
+/// index.html shows every figure.
+#[test]
+fn plots_draw_every_data_point_and_an_index_shows_them() {
+    let dir = tmp("plots");
+    let _ = std::fs::remove_dir_all(&dir);
+    let out = tmp("plots.json");
+    let d = dir.to_string_lossy().into_owned();
+    let o = out.to_string_lossy().into_owned();
+    ndvm_ok(&[
+        "fit",
+        &scene("decay_csv.scene.ron"),
+        "--plots",
+        &d,
+        "--out",
+        &o,
+    ]);
+    let results = json(&out);
+    let best = &results["candidates"][0];
+    let pred: Vec<f64> = best["predictions"]["values"]
+        .as_array()
+        .expect("predictions")
+        .iter()
+        .map(|v| v.as_f64().expect("number"))
+        .collect();
+    assert_eq!(pred.len(), 40);
+
+    let svg = std::fs::read_to_string(dir.join("candidate-0.svg")).expect("figure");
+    let doc = roxmltree::Document::parse(&svg).expect("the figure is well-formed SVG");
+    let circles: Vec<(f64, f64)> = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("circle"))
+        .map(|n| {
+            let at = |a: &str| {
+                n.attribute(a)
+                    .and_then(|v| v.parse().ok())
+                    .expect("coordinate")
+            };
+            (at("cx"), at("cy"))
+        })
+        .collect();
+    // 40 data points, 40 residuals, and the two legend markers.
+    assert_eq!(circles.len(), 82, "{} circles", circles.len());
+    // The data points are drawn left to right in row order (t ascends in decay.csv), training
+    // rows first: within each split, x grows.
+    let csv = std::fs::read_to_string(dir.join("candidate-0.csv")).expect("csv");
+    let rows: Vec<Vec<String>> = csv
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').map(String::from).collect())
+        .collect();
+    assert_eq!(
+        csv.lines().next(),
+        Some("t,target,prediction,residual,held_out")
+    );
+    assert_eq!(rows.len(), 40);
+    for (row, p) in rows.iter().zip(&pred) {
+        let x: f64 = row[2].parse().expect("prediction");
+        assert_eq!(
+            x.to_bits(),
+            p.to_bits(),
+            "the CSV holds the JSON's predictions"
+        );
+    }
+    let train = rows.iter().filter(|r| r[4] == "0").count();
+    let data = &circles[..40];
+    let (tr, held) = data.split_at(train);
+    for split in [tr, held] {
+        assert!(
+            split.windows(2).all(|w| w[0].0 < w[1].0),
+            "x ascends: {split:?}"
+        );
+    }
+
+    let index = std::fs::read_to_string(dir.join("index.html")).expect("index");
+    for f in [
+        "ranking.svg",
+        "candidate-0.svg",
+        "losses-0.svg",
+        "candidate-2.svg",
+    ] {
+        assert!(index.contains(&format!("src=\"{f}\"")), "{f} in index.html");
+        assert!(dir.join(f).exists(), "{f}");
+    }
+    assert!(index.contains("k = 0.691 ± 0.013"), "{index}");
+    for f in ["ranking.svg", "losses-0.svg"] {
+        let text = std::fs::read_to_string(dir.join(f)).expect("figure");
+        roxmltree::Document::parse(&text).unwrap_or_else(|e| panic!("{f}: {e}"));
+    }
+}
