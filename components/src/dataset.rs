@@ -12,6 +12,9 @@ pub struct Dataset {
     pub target: Vec<f64>,
     /// Whether each point is in the training split (the rest are held out).
     pub train: Vec<bool>,
+    /// File rows (1-based, the header is row 1) left out for a NaN or infinite cell, when the
+    /// scene asked for it (`drop_non_finite: true`).
+    pub dropped_rows: Vec<usize>,
 }
 
 impl Dataset {

@@ -198,6 +198,10 @@ pub enum Data {
         target: String,
         #[serde(default)]
         split: Split,
+        /// Leave out rows with a NaN or infinite cell in a used column (counted in the
+        /// warnings) instead of refusing the file.
+        #[serde(default)]
+        drop_non_finite: bool,
     },
     /// Data made by a program with known constants on a grid, plus seeded Gaussian noise:
     /// `noise` relative to the output's standard deviation over the grid, or `noise_sd` in the

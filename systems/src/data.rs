@@ -48,7 +48,8 @@ pub fn load(data: &Data, base: &Path) -> Result<Dataset, DataError> {
             columns,
             target,
             split,
-        } => csv_columns(&base.join(path), columns, target, *split),
+            drop_non_finite,
+        } => csv_columns(&base.join(path), columns, target, *split, *drop_non_finite),
         Data::Synthetic {
             program,
             constants,
@@ -76,6 +77,7 @@ fn csv_columns(
     columns: &BTreeMap<String, String>,
     target: &str,
     split: Split,
+    drop_non_finite: bool,
 ) -> Result<Dataset, DataError> {
     let shown = path.display().to_string();
     let fail = |message: String| DataError::Csv {
@@ -105,7 +107,8 @@ fn csv_columns(
         .map(|(n, _)| (n.clone(), Vec::new()))
         .collect();
     let mut y = Vec::new();
-    for (r, record) in reader.records().enumerate() {
+    let mut dropped_rows = Vec::new();
+    'rows: for (r, record) in reader.records().enumerate() {
         let record = record.map_err(|e| fail(e.to_string()))?;
         let row = r + 2; // 1-based, after the header
         let number = |at: usize| -> Result<f64, DataError> {
@@ -128,11 +131,21 @@ fn csv_columns(
                 })
             }
         };
-        for (name, at) in &wanted {
-            let x = number(*at)?;
-            inputs.entry(name.clone()).or_default().push(x);
+        let mut row_values = Vec::with_capacity(wanted.len() + 1);
+        for at in wanted.iter().map(|(_, at)| *at).chain([target_at]) {
+            match number(at) {
+                Ok(x) => row_values.push(x),
+                Err(DataError::NonFinite { .. }) if drop_non_finite => {
+                    dropped_rows.push(row);
+                    continue 'rows;
+                }
+                Err(e) => return Err(e),
+            }
         }
-        y.push(number(target_at)?);
+        for ((name, _), x) in wanted.iter().zip(&row_values) {
+            inputs.entry(name.clone()).or_default().push(*x);
+        }
+        y.push(row_values[wanted.len()]);
     }
     if y.is_empty() {
         return Err(fail("no data rows".into()));
@@ -142,6 +155,7 @@ fn csv_columns(
         inputs,
         target: y,
         train,
+        dropped_rows,
     })
 }
 
@@ -205,6 +219,7 @@ fn synthetic(
         train: split_mask(n, split),
         inputs,
         target: y,
+        dropped_rows: Vec::new(),
     })
 }
 
@@ -298,6 +313,7 @@ mod tests {
             columns: [("x".into(), "t".into())].into(),
             target: target.into(),
             split: Split::default(),
+            drop_non_finite: false,
         };
         let d = load(&csv("y"), &dir).expect("csv");
         assert_eq!(d.inputs["x"], vec![0.0, 1.0, 2.0]);
@@ -325,6 +341,20 @@ mod tests {
                 "{e}"
             );
         }
+        // Unless the scene asks to drop such rows: they are left out and named.
+        std::fs::write(dir.join("d.csv"), "t,y\n0,1.5\ninf,2.5\n2,NaN\n3,4.5\n").expect("write");
+        let dropping = Data::Csv {
+            path: "d.csv".into(),
+            columns: [("x".into(), "t".into())].into(),
+            target: "y".into(),
+            split: Split::default(),
+            drop_non_finite: true,
+        };
+        let d = load(&dropping, &dir).expect("rows dropped");
+        assert_eq!(d.inputs["x"], vec![0.0, 3.0]);
+        assert_eq!(d.target, vec![1.5, 4.5]);
+        assert_eq!(d.dropped_rows, vec![3, 4]);
+        assert_eq!(d.train.len(), 2);
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -7,7 +7,7 @@
 
 use crate::data::{self, DataError};
 use ndvm_components::prelude::*;
-use ndvm_components::scene::{Candidates, Parameters, Scene, SceneInput};
+use ndvm_components::scene::{Candidates, Data, Parameters, Scene, SceneInput};
 use ndvm_components::search::Draw;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -89,6 +89,29 @@ impl Context {
     }
 }
 
+/// The warning for rows a CSV data set left out (`drop_non_finite: true`), naming the first
+/// [`LINE_WARNINGS`] of them.
+fn dropped_warning(d: &Dataset, data: &Data) -> Option<String> {
+    let Data::Csv { path, .. } = data else {
+        return None;
+    };
+    let n = d.dropped_rows.len();
+    if n == 0 {
+        return None;
+    }
+    let shown: Vec<String> = d
+        .dropped_rows
+        .iter()
+        .take(LINE_WARNINGS)
+        .map(|r| r.to_string())
+        .collect();
+    let more = if n > LINE_WARNINGS { ", …" } else { "" };
+    Some(format!(
+        "{path}: {n} row(s) with a NaN or infinite cell left out (`drop_non_finite: true`): row {}{more}",
+        shown.join(", ")
+    ))
+}
+
 /// Malformed stream lines named one by one in the warnings (the rest are counted).
 const LINE_WARNINGS: usize = 10;
 
@@ -103,6 +126,9 @@ pub fn build(scene: &Scene, base: &Path) -> Result<(Vec<Member>, Vec<String>), P
         data: scene_data,
     } = Context::load(scene, base)?;
     let protocol = Protocol::of_scene(scene);
+    if let (Some(d), Some(data)) = (&scene_data, &scene.data) {
+        warnings.extend(dropped_warning(d, data));
+    }
     let mut members = Vec::new();
     let mut push =
         |name: String, source: String, params: &Parameters, data: Option<Arc<Dataset>>| {
@@ -127,7 +153,11 @@ pub fn build(scene: &Scene, base: &Path) -> Result<(Vec<Member>, Vec<String>), P
                 data,
             } => {
                 let data = match data {
-                    Some(d) => Some(Arc::new(data::load(d, base)?)),
+                    Some(d) => {
+                        let loaded = data::load(d, base)?;
+                        warnings.extend(dropped_warning(&loaded, d));
+                        Some(Arc::new(loaded))
+                    }
                     None => scene_data.clone(),
                 };
                 push(

@@ -65,6 +65,7 @@ mod tests {
         let spec = FitSpec {
             params: vec!["A".into(), "k".into(), "t".into()],
             data: Some(Arc::new(Dataset {
+                dropped_rows: Vec::new(),
                 inputs: [("t".to_string(), vec![0.0, 1.0])].into(),
                 target: vec![1.0, 2.0],
                 train: vec![true, true],

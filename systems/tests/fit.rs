@@ -384,3 +384,57 @@ fn a_csv_data_fit_converges_by_tolerance() {
     assert!(c.held_out_r2.expect("10 held-out points") > 0.999);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `drop_non_finite: true` leaves out the rows with a NaN or infinite cell, says so in the
+/// warnings, and fits the rest exactly as a file without them.
+#[test]
+fn rows_with_non_finite_cells_are_dropped_and_counted_when_the_scene_asks() {
+    let dir = std::env::temp_dir().join(format!("ndvm-drop-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let rows: Vec<(f64, f64)> = (0..12)
+        .map(|i| (i as f64 * 0.5, 3.0 - 0.4 * i as f64 * 0.5))
+        .collect();
+    let mut with_bad = String::from("t,y\n");
+    let mut clean = String::from("t,y\n");
+    for (i, (t, y)) in rows.iter().enumerate() {
+        clean += &format!("{t},{y}\n");
+        with_bad += &format!("{t},{y}\n");
+        if i == 3 {
+            with_bad += "7.5,NaN\ninf,1.0\n";
+        }
+    }
+    std::fs::write(dir.join("bad.csv"), with_bad).expect("write");
+    std::fs::write(dir.join("clean.csv"), clean).expect("write");
+    let scene = |file: &str, drop: bool| {
+        Scene::from_ron(&format!(
+            r#"Scene(
+                candidates: [Inline(name: "line", src: "(+ a (* b t))")],
+                parameters: Parameters(names: ["a", "b"]),
+                data: Some(Csv(path: "{file}", columns: {{"t": "t"}}, target: "y",
+                               drop_non_finite: {drop})),
+                loss: Mse,
+            )"#
+        ))
+        .expect("scene")
+    };
+    let fit = |s: &Scene| {
+        Fit::new(s, &dir, &FitOptions::default())
+            .map(|mut f| f.run(|_| {}))
+            .map_err(|e| e.to_string())
+    };
+    let e = fit(&scene("bad.csv", false)).expect_err("refused");
+    assert!(e.contains("row 6: column `y` holds `NaN`"), "{e}");
+    let dropped = fit(&scene("bad.csv", true)).expect("fits");
+    assert_eq!(
+        dropped.warnings,
+        [
+            "bad.csv: 2 row(s) with a NaN or infinite cell left out (`drop_non_finite: true`): row 6, 7"
+        ]
+    );
+    let reference = fit(&scene("clean.csv", false)).expect("fits");
+    let (a, b) = (&dropped.candidates[0], &reference.candidates[0]);
+    assert_eq!(a.loss.to_bits(), b.loss.to_bits());
+    assert_eq!(a.params, b.params);
+    assert!((a.params["b"] + 0.4).abs() < 1e-9 && (a.params["a"] - 3.0).abs() < 1e-9);
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -51,6 +51,7 @@ pub fn split(
         };
         let target = keep(&d.target);
         Dataset {
+            dropped_rows: Vec::new(),
             inputs: d.inputs.iter().map(|(k, v)| (k.clone(), keep(v))).collect(),
             train: vec![true; target.len()],
             target,
