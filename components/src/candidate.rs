@@ -137,6 +137,9 @@ pub struct History {
     /// Per parameter: whether its gradient was ever nonzero (in any restart, on any step); a
     /// parameter whose gradient stayed exactly zero is not identified by the data.
     pub grad_seen: Vec<bool>,
+    /// The last evaluation was (for some restart) a rejected trial of a trial-based optimizer:
+    /// the outputs in [`LaneResults`] are not those of the accepted constants.
+    pub pending_trial: bool,
     /// Walks, tape replays and tape nodes spent on this candidate.
     pub walks: u64,
     pub replays: u64,

@@ -71,7 +71,15 @@ fn range(values: impl Iterator<Item = f64>) -> std::ops::Range<f64> {
     } else {
         lo.abs().max(1.0) * 0.05
     };
-    (lo - pad)..(hi + pad)
+    let (a, b) = (lo - pad, hi + pad);
+    // Near ±f64::MAX the padding overflows, and a plotting range must be finite.
+    if a.is_finite() && b.is_finite() && a < b {
+        a..b
+    } else if lo < hi && (hi - lo).is_finite() {
+        lo..hi
+    } else {
+        -1.0..1.0
+    }
 }
 
 /// The input drawn on the x axis: the first data column.
@@ -366,4 +374,20 @@ fn index(report: &FitReport, order: &[usize], top: usize, files: &[&str]) -> Str
     }
     h += "</body></html>\n";
     h
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn axis_ranges_are_finite_whatever_the_values() {
+        assert_eq!(range([1.0, 3.0].into_iter()), 0.9..3.1);
+        assert_eq!(range([2.0].into_iter()), 1.9..2.1);
+        assert_eq!(range([f64::NAN].into_iter()), 0.0..1.0);
+        let huge = range([-1.7e308, 1.7e308].into_iter());
+        assert!(huge.start.is_finite() && huge.end.is_finite() && huge.start < huge.end);
+        let top = range([1.7e308, 1.79e308].into_iter());
+        assert!(top.start.is_finite() && top.end.is_finite() && top.start < top.end);
+    }
 }

@@ -91,7 +91,7 @@ impl Context {
 
 /// The warning for rows a CSV data set left out (`drop_non_finite: true`), naming the first
 /// [`LINE_WARNINGS`] of them.
-fn dropped_warning(d: &Dataset, data: &Data) -> Option<String> {
+pub fn dropped_warning(d: &Dataset, data: &Data) -> Option<String> {
     let Data::Csv { path, .. } = data else {
         return None;
     };

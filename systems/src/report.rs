@@ -242,7 +242,7 @@ fn add_figures(
         ));
         r.selection = crate::selection::Selection::of(spec, r.loss);
     }
-    r.predictions = Predictions::of(spec, results, best);
+    r.predictions = Predictions::of(spec, results.filter(|_| !history.pending_trial), best);
     r.warnings = crate::warnings::of_candidate(spec, &r.src, history);
     r.losses.clone_from(&history.losses);
 }

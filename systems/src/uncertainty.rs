@@ -6,7 +6,8 @@
 //!   scipy's `curve_fit` reports with `absolute_sigma=False`.
 //! - `loss: NegLogLikelihood` — the program's output is a negative log-likelihood, whose
 //!   covariance is the inverse Hessian. The Hessian comes from central differences of the exact
-//!   gradient, `Hᵢⱼ = (∂ⱼL(x + hᵢeᵢ) − ∂ⱼL(x − hᵢeᵢ)) / 2hᵢ` with `hᵢ = 10⁻⁴·max(|xᵢ|, 10⁻⁸)`,
+//!   gradient, `Hᵢⱼ = (∂ⱼL(x + hᵢeᵢ) − ∂ⱼL(x − hᵢeᵢ)) / 2hᵢ` with `hᵢ = 6·10⁻⁶·max(|xᵢ|, 10⁻³)`
+//!   (about the cube root of f64's epsilon, relative),
 //!   the 2k perturbed points run as lanes of one walk, then symmetrized.
 //! - `loss: Output` — no standard errors: an arbitrary objective (a summed squared misfit, say)
 //!   is not a likelihood, and its `H⁻¹` is no covariance (for a misfit it is off by `2σ²`).
@@ -24,6 +25,10 @@ use ndvm_components::prelude::*;
 use ndvm_engine::prelude::*;
 use serde::Serialize;
 use std::collections::BTreeMap;
+
+/// The relative step of the Hessian's central differences: ∛ε for f64, which balances the
+/// truncation error (∝ h²) against cancellation (∝ ε/h).
+const STEP: f64 = 6e-6;
 
 /// The standard errors and correlations of one restart's constants.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -96,7 +101,7 @@ pub fn of(spec: &FitSpec, program: &Program, at: &[f64]) -> Result<Uncertainty, 
             if spec.points() != 1 {
                 return Err("the loss has several points per restart".into());
             }
-            let h: Vec<f64> = at.iter().map(|x| 1e-4 * x.abs().max(1e-8)).collect();
+            let h: Vec<f64> = at.iter().map(|x| STEP * x.abs().max(1e-3)).collect();
             let perturbed = FitSpec {
                 restarts: 2 * k,
                 ..spec.clone()

@@ -164,3 +164,44 @@ fn best_losses(scene: &Scene, optimizer: Optimizer, steps: u32) -> Losses {
         .map(|c| (c.name, c.loss, c.status.to_string()))
         .collect()
 }
+
+/// A trial point where the program fails is a rejected trial, not the end of the fit: the
+/// fit goes on from the accepted point and ends next to where the program stops working.
+#[test]
+fn a_trial_where_the_program_fails_is_rejected() {
+    let scene = Scene::from_ron(
+        r#"Scene(
+            candidates: [Inline(name: "guarded", src: "(if (> a 5) (car 1) (* a t))")],
+            parameters: Parameters(names: ["a"], init: {"a": 1.0}),
+            data: Some(Synthetic(program: "(* 6 t)", inputs: {"t": Linspace(0.0, 2.0, 9)})),
+            loss: Mse,
+            steps: 200,
+        )"#,
+    )
+    .expect("scene");
+    for optimizer in [Optimizer::levenberg_marquardt(), Optimizer::lbfgs()] {
+        let mut s = scene.clone();
+        s.optimizer = Some(optimizer);
+        let c = &run(&s).candidates[0];
+        assert!(
+            matches!(c.status, "done" | "converged"),
+            "{}: {c:?}",
+            optimizer.name()
+        );
+        let a = c.params["a"];
+        assert!(a > 4.9 && a <= 5.0, "{}: a = {a}", optimizer.name());
+        // The reported loss is the loss at the reported constant.
+        let expected = (0..9)
+            .map(|i| {
+                let t = 2.0 * i as f64 / 8.0;
+                (a * t - 6.0 * t).powi(2)
+            })
+            .sum::<f64>()
+            / 9.0;
+        assert!(
+            (c.loss - expected).abs() <= 1e-12 * expected,
+            "{} vs {expected}",
+            c.loss
+        );
+    }
+}

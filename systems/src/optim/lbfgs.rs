@@ -51,7 +51,8 @@ pub fn advance(
     } else {
         let step: Vec<f64> = x.iter().zip(&st.x).map(|(a, b)| a - b).collect();
         let slope = dot(&st.grad, &step);
-        if finite && loss <= st.loss + ARMIJO * slope {
+        // A trial clamped into the bounds may no longer point downhill: never accept a rise.
+        if finite && slope < 0.0 && loss <= st.loss + ARMIJO * slope {
             let y: Vec<f64> = g.iter().zip(&st.grad).map(|(a, b)| a - b).collect();
             if dot(&step, &y) > 1e-10 * norm(&step) * norm(&y) {
                 st.pairs.push((step, y));

@@ -31,6 +31,9 @@ const ACCEPT: f64 = 1e-4;
 /// Damping beyond which a restart gives up moving.
 const MAX_DAMPING: f64 = 1e32;
 
+/// The smallest damping (it shrinks on every good step; at 0 it could not grow again).
+const MIN_DAMPING: f64 = 1e-15;
+
 /// Takes the evaluation of the point `x` (its `loss`, `JᵀJ` and `Jᵀe`) and returns the next
 /// point to evaluate: a new trial, or the accepted point once the restart has finished.
 pub fn advance(
@@ -44,7 +47,7 @@ pub fn advance(
     let finite = loss.is_finite() && jtj.iter().chain(&jte).all(|v| v.is_finite());
     if !st.started {
         st.started = true;
-        st.damping = s.damping;
+        st.damping = s.damping.max(MIN_DAMPING);
         st.growth = 2.0;
         st.at_accepted = true;
         accept(st, x, loss, jtj, jte);
@@ -61,7 +64,8 @@ pub fn advance(
         if finite && actual > 0.0 && rho > ACCEPT {
             let small = (actual <= s.ftol * st.loss && st.predicted <= s.ftol * st.loss)
                 || s.tolerance.is_some_and(|t| actual < t);
-            st.damping *= (1.0 / 3.0f64).max(1.0 - (2.0 * rho - 1.0).powi(3));
+            st.damping =
+                (st.damping * (1.0 / 3.0f64).max(1.0 - (2.0 * rho - 1.0).powi(3))).max(MIN_DAMPING);
             st.growth = 2.0;
             accept(st, x, loss, jtj, jte);
             st.at_accepted = true;
@@ -208,6 +212,29 @@ mod tests {
         assert_eq!(st.x, x0);
         assert_eq!(st.damping, damping * 2.0);
         assert_ne!(next, trial, "a smaller step from the same point");
+    }
+
+    #[test]
+    fn a_tiny_initial_damping_still_converges() {
+        // Damping shrinks on every good step; a floor keeps it able to grow again.
+        let data: Vec<(f64, f64)> = (0..8)
+            .map(|i| (i as f64, (-0.5 * i as f64).exp()))
+            .collect();
+        let s = Settings {
+            damping: 1e-300,
+            ..settings(data.len())
+        };
+        let mut st = TrialState::default();
+        let mut x = vec![0.5, 0.1];
+        for _ in 0..500 {
+            let (loss, ne) = model(&x, &data);
+            x = advance(&mut st, &x, loss, ne, &[], &s);
+            if st.finished {
+                break;
+            }
+        }
+        assert!(st.finished && st.converged, "{st:?}");
+        assert!((st.x[0] - 1.0).abs() < 1e-8 && (st.x[1] - 0.5).abs() < 1e-8);
     }
 
     #[test]

@@ -115,15 +115,19 @@ pub fn advance(
     if !(finished || last) {
         return Verdict::Continue;
     }
+    // From here on every restart stays at its accepted point (no trial is left unevaluated in
+    // the parameters).
+    for (r, st) in state.restarts.iter().enumerate() {
+        for (p, &v) in st.x.iter().enumerate() {
+            values[p * restarts + r] = v;
+        }
+    }
     if state.restarts.iter().all(|r| r.at_accepted) {
         return Verdict::Done {
             converged: finished && all_converged(state),
         };
     }
-    for (r, st) in state.restarts.iter_mut().enumerate() {
-        for (p, &v) in st.x.iter().enumerate() {
-            values[p * restarts + r] = v;
-        }
+    for st in state.restarts.iter_mut() {
         if !st.finished {
             st.finished = true;
             st.converged = false;
@@ -137,4 +141,22 @@ pub fn advance(
 /// trial-based optimizer: the best loss so far, not a rejected trial's).
 pub fn accepted_losses(state: &OptimizerState) -> Vec<f64> {
     state.restarts.iter().map(|r| r.loss).collect()
+}
+
+/// Every restart's accepted point, parameter-major (as [`ParamValues`]); `None` before the
+/// first evaluation.
+///
+/// [`ParamValues`]: ndvm_components::candidate::ParamValues
+pub fn accepted_points(state: &OptimizerState, params: usize) -> Option<Vec<f64>> {
+    let restarts = state.restarts.len();
+    let mut out = vec![0.0; params * restarts];
+    for (r, st) in state.restarts.iter().enumerate() {
+        if st.x.len() != params {
+            return None;
+        }
+        for (p, &v) in st.x.iter().enumerate() {
+            out[p * restarts + r] = v;
+        }
+    }
+    Some(out)
 }

@@ -202,6 +202,11 @@ impl Search {
         let started = Instant::now();
         let spec = scene.search.clone().ok_or(SearchError::NotASearch)?;
         let mut context = population::Context::load(scene, base)?;
+        let dropped = scene
+            .data
+            .as_ref()
+            .zip(context.data.as_deref())
+            .and_then(|(spec, d)| population::dropped_warning(d, spec));
         let inputs: Vec<String> = context
             .data
             .as_ref()
@@ -246,6 +251,7 @@ impl Search {
         let fit = Fit::with_members(scene, Vec::new(), &fit_options)?;
         setup::check_grammar(&spec, &options.engine)?;
         let mut notes = Notes::default();
+        notes.warnings.extend(dropped);
         let seeds = setup::scene_seeds(scene, base, &mut notes)?;
         let slots =
             setup::start_proposers(scene, &spec, base, &inputs, options, seeds, &mut notes)?;

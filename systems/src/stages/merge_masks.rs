@@ -7,7 +7,9 @@
 //! backward stage scales that lane's gradient by). (Held-out R² is computed from the outputs
 //! when the results are read, not every step.)
 //! A walk error fails the candidate at its first step and stops it later on (its last
-//! results stand).
+//! results stand) — except under a trial-based optimizer (Levenberg–Marquardt, L-BFGS), whose
+//! trial points may stray where the program fails: there the failing group's lanes read NaN,
+//! so their restarts' trials are rejected.
 
 use crate::loss::{self, LaneAxes};
 use crate::profile::{Profile, Stage, StageTimer};
@@ -29,7 +31,10 @@ pub fn merge_masks(
     todo.par_iter_mut()
         .for_each(|(spec, ids, history, status, results)| {
             let outputs = ids.0.iter().filter_map(|&g| groups.get(g).ok());
-            if let Some(e) = outputs.clone().find_map(|(_, o)| o.error.as_ref()) {
+            let trial = spec.optimizer.is_trial_based() && history.steps > 0;
+            if let Some(e) = outputs.clone().find_map(|(_, o)| o.error.as_ref())
+                && !trial
+            {
                 // The last step's results stand.
                 **status = if history.steps == 0 {
                     Status::Failed { error: e.clone() }
@@ -43,7 +48,7 @@ pub fn merge_masks(
             let mut out = std::mem::take(&mut results.out);
             out.clear();
             out.resize(spec.lanes(), f64::NAN);
-            for (group, o) in outputs {
+            for (group, o) in outputs.filter(|(_, o)| o.error.is_none()) {
                 if group.lanes.len() == out.len() && o.out.len() == out.len() {
                     out.copy_from_slice(&o.out);
                     continue;

@@ -129,19 +129,30 @@ fn step_trials(
         spec.tolerance,
         history.steps + 1 >= spec.steps,
     );
+    // The step's record is the accepted points: should the fit stop before another step
+    // (a budget, an interrupt), its loss and constants belong together.
+    if let Some(points) = trial::accepted_points(state, spec.params.len()) {
+        history.evaluated = points;
+    }
+    history.pending_trial = !state.restarts.iter().all(|r| r.at_accepted);
     match verdict {
         Verdict::Done { converged } if state.finishing => {
             // The accepted points evaluated once more: the previous entry already holds
             // their losses.
             history.losses.pop();
+            history.pending_trial = false;
             *status = Status::Done { converged };
         }
         Verdict::Done { converged } => {
-            *history.losses.last_mut().expect("pushed this step") = trial::accepted_losses(state);
+            if let Some(last) = history.losses.last_mut() {
+                *last = trial::accepted_losses(state);
+            }
             *status = Status::Done { converged };
         }
         Verdict::Finishing | Verdict::Continue => {
-            *history.losses.last_mut().expect("pushed this step") = trial::accepted_losses(state);
+            if let Some(last) = history.losses.last_mut() {
+                *last = trial::accepted_losses(state);
+            }
             history.steps += 1;
         }
     }
