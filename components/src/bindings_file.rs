@@ -75,7 +75,8 @@ impl BindingsFile {
             .iter()
             .flat_map(|(n, m)| m.data.iter().map(move |d| (n, m.rows, m.cols, d)));
         for (name, rows, cols, data) in shared.chain(per_lane) {
-            if rows == 0 || cols == 0 || rows * cols != data.len() {
+            // `checked_mul`: a product that overflows must not wrap around to the data's length.
+            if rows == 0 || cols == 0 || rows.checked_mul(cols) != Some(data.len()) {
                 return Err(BindingsFileError::MatrixSize {
                     name: name.clone(),
                     rows,

@@ -7,7 +7,9 @@
 pub mod bindings_file;
 pub mod candidate;
 pub mod dataset;
+pub mod input_file;
 pub mod lane_group;
+pub mod limits;
 pub mod optimizer;
 pub mod parameter_names;
 pub mod scene;

@@ -366,6 +366,13 @@ impl Scene {
         } else if self.candidates.is_empty() {
             return fail("a scene needs at least one candidate".into());
         }
+        if let Some(s) = self.budget_seconds
+            && !(s.is_finite() && s >= 0.0)
+        {
+            return fail(format!(
+                "`budget_seconds` must be a finite number of seconds ≥ 0, got {s}"
+            ));
+        }
         if let Some(o) = &self.optimizer {
             o.check().or_else(fail)?;
             if matches!(o, Optimizer::LevenbergMarquardt { .. }) && self.loss != Loss::Mse {
@@ -393,7 +400,43 @@ impl Scene {
         if self.parameters.restarts.count == 0 {
             return fail("`restarts.count` must be at least 1".into());
         }
+        let inline_params = self.candidates.iter().filter_map(|c| match c {
+            Candidates::Inline {
+                parameters: Some(p),
+                ..
+            } => Some(p.restarts.count),
+            _ => None,
+        });
+        if let Some(n) = inline_params
+            .chain([self.parameters.restarts.count])
+            .find(|&n| n > crate::limits::RESTARTS)
+        {
+            return fail(format!(
+                "`restarts.count` is {n}, over the limit of {}",
+                crate::limits::RESTARTS
+            ));
+        }
+        if let Some(t) = self.threads.filter(|&t| t > crate::limits::THREADS) {
+            return fail(format!(
+                "`threads` is {t}, over the limit of {}",
+                crate::limits::THREADS
+            ));
+        }
         for d in &splits {
+            if let Data::Synthetic { inputs, .. } = d {
+                for (name, grid) in inputs {
+                    let n = match grid {
+                        Grid::Linspace(_, _, n) | Grid::Uniform(_, _, n) => *n,
+                        Grid::Values(v) => v.len(),
+                    };
+                    if n > crate::limits::POINTS {
+                        return fail(format!(
+                            "input `{name}` has {n} points, over the limit of {}",
+                            crate::limits::POINTS
+                        ));
+                    }
+                }
+            }
             if let Data::Synthetic {
                 noise, noise_sd, ..
             } = d

@@ -304,12 +304,20 @@ impl Search {
     /// What a scene cannot say in RON's types: empty proposer lists, zero sizes, bad numbers.
     pub fn check(&self) -> Result<(), String> {
         let c = &self.calibration;
-        if c.draws == 0 {
-            return Err("`calibration.draws` must be at least 1".into());
+        if c.draws == 0 || c.draws > crate::limits::RESTARTS {
+            return Err(format!(
+                "`calibration.draws` must be from 1 to {}, got {}",
+                crate::limits::RESTARTS,
+                c.draws
+            ));
         }
         c.optimizer.check()?;
-        if self.window == 0 {
-            return Err("`search.window` must be at least 1".into());
+        if self.window == 0 || self.window > crate::limits::WINDOW {
+            return Err(format!(
+                "`search.window` must be from 1 to {}, got {}",
+                crate::limits::WINDOW,
+                self.window
+            ));
         }
         match c.draw {
             Draw::Normal { sd } if !(sd.is_finite() && sd >= 0.0) => {

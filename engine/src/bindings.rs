@@ -36,10 +36,11 @@ impl<R> Input<R> {
             Input::Scalar(_) => Some(false),
             Input::Lanes(v) => (v.len() == lanes).then_some(true),
             Input::Matrix { rows, cols, data } => {
-                (*rows > 0 && *cols > 0 && rows * cols == data.len()).then_some(false)
+                (*rows > 0 && *cols > 0 && rows.checked_mul(*cols) == Some(data.len()))
+                    .then_some(false)
             }
             Input::LaneMatrices { rows, cols, data } => {
-                let ok = |d: &Vec<R>| !d.is_empty() && d.len() == rows * cols;
+                let ok = |d: &Vec<R>| !d.is_empty() && rows.checked_mul(*cols) == Some(d.len());
                 (data.len() == lanes && data.iter().all(ok)).then_some(true)
             }
         }
@@ -140,8 +141,22 @@ impl<R: Real> Bindings<R> {
     pub fn lane_count(&self) -> Result<usize> {
         let mut lanes: Option<(usize, &str)> = None;
         for b in &self.items {
+            if let Input::Matrix { rows, cols, data } = &b.value
+                && (*rows == 0 || rows.checked_mul(*cols) != Some(data.len()))
+            {
+                return Err(Error::unlocated(
+                    ErrorKind::Input,
+                    format!(
+                        "matrix `{}` is {rows}x{cols} but has {} values",
+                        b.name,
+                        data.len()
+                    ),
+                ));
+            }
             if let Input::LaneMatrices { rows, cols, data } = &b.value
-                && let Some(bad) = data.iter().find(|d| rows * cols != d.len() || d.is_empty())
+                && let Some(bad) = data
+                    .iter()
+                    .find(|d| rows.checked_mul(*cols) != Some(d.len()) || d.is_empty())
             {
                 return Err(Error::unlocated(
                     ErrorKind::Input,

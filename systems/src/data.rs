@@ -84,7 +84,9 @@ fn csv_columns(
         path: shown.clone(),
         message,
     };
-    let mut reader = csv::Reader::from_path(path).map_err(|e| fail(e.to_string()))?;
+    let text = ndvm_components::input_file::read(path, ndvm_components::input_file::DATA_LIMIT)
+        .map_err(fail)?;
+    let mut reader = csv::Reader::from_reader(text.as_bytes());
     let headers = reader.headers().map_err(|e| fail(e.to_string()))?.clone();
     let index = |name: &str| {
         headers

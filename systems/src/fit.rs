@@ -128,6 +128,12 @@ impl Fit {
         options: &FitOptions,
     ) -> Result<Fit, FitError> {
         let threads = options.threads.or(scene.threads).unwrap_or(0);
+        if threads > ndvm_components::limits::THREADS {
+            return Err(FitError::Threads {
+                threads,
+                message: format!("the limit is {}", ndvm_components::limits::THREADS),
+            });
+        }
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(threads)
             .build()

@@ -6,6 +6,7 @@
 //! normal draws from the restart seed, clamped into the bounds. Nothing here depends on threads.
 
 use crate::data::{self, DataError};
+use ndvm_components::input_file;
 use ndvm_components::prelude::*;
 use ndvm_components::scene::{Candidates, Data, Parameters, Scene, SceneInput};
 use ndvm_components::search::Draw;
@@ -36,6 +37,10 @@ pub enum PopulationError {
     },
     #[error(transparent)]
     Data(#[from] DataError),
+    #[error("candidate `{candidate}`: {message}")]
+    Names { candidate: String, message: String },
+    #[error("the population is empty: no candidate was read (an empty stream, or `take: Some(0)`)")]
+    Empty,
 }
 
 /// How every member of a population is fitted: a scene's settings, or a search's calibration
@@ -112,6 +117,41 @@ pub fn dropped_warning(d: &Dataset, data: &Data) -> Option<String> {
     ))
 }
 
+/// A name given twice among a candidate's inputs: a parameter listed twice, or a parameter,
+/// data column or shared input sharing a name with another. Each would bind one name to two
+/// values, so the constants reported would not be those the loss was computed with.
+pub fn name_clash(
+    params: &[String],
+    data: Option<&Dataset>,
+    shared: &SharedInputs,
+) -> Option<String> {
+    let columns = data.map(|d| d.inputs.keys().map(String::as_str).collect::<Vec<_>>());
+    let columns = columns.unwrap_or_default();
+    let is_shared = |name: &str| {
+        shared.numbers.iter().any(|(n, _)| n == name)
+            || shared.matrices.iter().any(|m| m.name == name)
+    };
+    for (i, name) in params.iter().enumerate() {
+        if params[..i].contains(name) {
+            return Some(format!("the parameter `{name}` is listed twice"));
+        }
+        if columns.contains(&name.as_str()) {
+            return Some(format!(
+                "`{name}` is both a parameter and a data column: rename one"
+            ));
+        }
+        if is_shared(name) {
+            return Some(format!(
+                "`{name}` is both a parameter and a shared input (`inputs`): rename one"
+            ));
+        }
+    }
+    columns
+        .iter()
+        .find(|c| is_shared(c))
+        .map(|c| format!("`{c}` is both a data column and a shared input (`inputs`): rename one"))
+}
+
 /// Malformed stream lines named one by one in the warnings (the rest are counted).
 const LINE_WARNINGS: usize = 10;
 
@@ -130,20 +170,42 @@ pub fn build(scene: &Scene, base: &Path) -> Result<(Vec<Member>, Vec<String>), P
         warnings.extend(dropped_warning(d, data));
     }
     let mut members = Vec::new();
-    let mut push =
-        |name: String, source: String, params: &Parameters, data: Option<Arc<Dataset>>| {
-            let index = members.len();
-            let data = if scene.loss == Loss::Mse { data } else { None };
-            members.push(member(
-                &protocol,
-                index,
-                name,
-                source,
-                params,
-                data,
-                shared.clone(),
-            ));
-        };
+    let mut push = |name: String,
+                    source: String,
+                    params: &Parameters,
+                    data: Option<Arc<Dataset>>|
+     -> Result<(), PopulationError> {
+        let index = members.len();
+        let data = if scene.loss == Loss::Mse { data } else { None };
+        let points = data.as_ref().map_or(1, |d| d.points());
+        let lanes = (params.restarts.count.max(1) as usize).saturating_mul(points);
+        if lanes > ndvm_components::limits::LANES {
+            return Err(PopulationError::Names {
+                candidate: name,
+                message: format!(
+                    "{} restarts × {points} data points = {lanes} lanes, over the limit of {}",
+                    params.restarts.count,
+                    ndvm_components::limits::LANES
+                ),
+            });
+        }
+        if let Some(message) = name_clash(&params.names, data.as_deref(), &shared) {
+            return Err(PopulationError::Names {
+                candidate: name,
+                message,
+            });
+        }
+        members.push(member(
+            &protocol,
+            index,
+            name,
+            source,
+            params,
+            data,
+            shared.clone(),
+        ));
+        Ok(())
+    };
     for c in &scene.candidates {
         match c {
             Candidates::Inline {
@@ -165,14 +227,14 @@ pub fn build(scene: &Scene, base: &Path) -> Result<(Vec<Member>, Vec<String>), P
                     src.clone(),
                     parameters.as_deref().unwrap_or(&scene.parameters),
                     data,
-                );
+                )?;
             }
             Candidates::File(path) => {
                 let source = read(base, path)?;
                 let name = Path::new(path)
                     .file_stem()
                     .map_or_else(|| path.clone(), |s| s.to_string_lossy().into_owned());
-                push(name, source, &scene.parameters, scene_data.clone());
+                push(name, source, &scene.parameters, scene_data.clone())?;
             }
             Candidates::Stream { path, take } => {
                 let text = read(base, path)?;
@@ -197,7 +259,6 @@ pub fn build(scene: &Scene, base: &Path) -> Result<(Vec<Member>, Vec<String>), P
                             continue;
                         }
                     };
-                    good += 1;
                     let mut params = scene.parameters.clone();
                     if let Some(names) = entry.params {
                         params.names = names;
@@ -205,12 +266,26 @@ pub fn build(scene: &Scene, base: &Path) -> Result<(Vec<Member>, Vec<String>), P
                     let stem = Path::new(path)
                         .file_stem()
                         .map_or_else(String::new, |s| s.to_string_lossy().into_owned());
-                    push(
+                    let pushed = push(
                         format!("{stem}:{}", i + 1),
                         entry.src,
                         &params,
                         scene_data.clone(),
                     );
+                    // A line whose names clash is skipped like any malformed line.
+                    if let Err(PopulationError::Names { message, .. }) = pushed {
+                        bad += 1;
+                        if bad <= LINE_WARNINGS {
+                            warnings.push(format!("{path}, line {}: skipped: {message}", i + 1));
+                        }
+                        first_error.get_or_insert(PopulationError::Stream {
+                            path: path.clone(),
+                            line: i + 1,
+                            message,
+                        });
+                        continue;
+                    }
+                    good += 1;
                 }
                 if let (0, Some(e)) = (good, first_error) {
                     return Err(e);
@@ -223,6 +298,9 @@ pub fn build(scene: &Scene, base: &Path) -> Result<(Vec<Member>, Vec<String>), P
                 }
             }
         }
+    }
+    if members.is_empty() && scene.search.is_none() {
+        return Err(PopulationError::Empty);
     }
     Ok((members, warnings))
 }
@@ -292,9 +370,11 @@ pub fn member(
 }
 
 fn read(base: &Path, path: &str) -> Result<String, PopulationError> {
-    std::fs::read_to_string(base.join(path)).map_err(|e| PopulationError::File {
-        path: path.to_string(),
-        message: e.to_string(),
+    input_file::read(&base.join(path), input_file::TEXT_LIMIT).map_err(|message| {
+        PopulationError::File {
+            path: path.to_string(),
+            message,
+        }
     })
 }
 
@@ -315,7 +395,8 @@ fn matrix_csv(name: &str, base: &Path, path: &str) -> Result<SharedMatrix, Popul
         path: path.to_string(),
         message,
     };
-    let mut reader = csv::Reader::from_path(base.join(path)).map_err(|e| fail(e.to_string()))?;
+    let text = input_file::read(&base.join(path), input_file::DATA_LIMIT).map_err(fail)?;
+    let mut reader = csv::Reader::from_reader(text.as_bytes());
     let mut data = Vec::new();
     let (mut rows, mut cols) = (0, 0);
     for (r, record) in reader.records().enumerate() {

@@ -1,9 +1,10 @@
 //! Warnings about a candidate's setup that would otherwise pass silently.
 //!
 //! A parameter the program never mentions keeps its starting value — printed beside the
-//! fitted constants it would look fitted. A parameter that shares its name with a data column
-//! or a shared input is ambiguous to the reader. Neither stops the fit; both are reported with
-//! the candidate (the table and the results JSON).
+//! fitted constants it would look fitted; one whose gradient stayed exactly zero is not
+//! identified by the data. Neither stops the fit; both are reported with the candidate (the
+//! table and the results JSON). (A parameter named like a data column or a shared input is an
+//! error before the fit: `population::name_clash`.)
 
 use ndvm_components::{FitSpec, History};
 
@@ -23,22 +24,6 @@ pub fn of_candidate(spec: &FitSpec, source: &str, history: &History) -> Vec<Stri
                 "the parameter `{name}` is not identified: its gradient was exactly zero on \
                  every step (the loss does not depend on it here), so its value is its \
                  starting value"
-            ));
-        }
-        let column = spec
-            .data
-            .as_ref()
-            .is_some_and(|d| d.inputs.contains_key(name));
-        let shared = spec.shared.numbers.iter().any(|(n, _)| n == name)
-            || spec.shared.matrices.iter().any(|m| &m.name == name);
-        if column || shared {
-            out.push(format!(
-                "the parameter `{name}` has the name of a {}: rename one of them",
-                if column {
-                    "data column"
-                } else {
-                    "shared input"
-                }
             ));
         }
     }
@@ -61,7 +46,7 @@ mod tests {
     use std::sync::Arc;
 
     #[test]
-    fn unused_and_shadowing_parameters_are_named() {
+    fn unused_and_unidentified_parameters_are_named() {
         let spec = FitSpec {
             params: vec!["A".into(), "k".into(), "t".into()],
             data: Some(Arc::new(Dataset {
@@ -94,10 +79,11 @@ mod tests {
                  value, not fitted",
                 "the parameter `t` is not identified: its gradient was exactly zero on every \
                  step (the loss does not depend on it here), so its value is its starting value",
-                "the parameter `t` has the name of a data column: rename one of them",
             ]
         );
+        // Before the first step nothing is known of gradients: only unused names are said.
         let before = History::default();
-        assert_eq!(of_candidate(&spec, "(* A k t)", &before).len(), 1);
+        assert!(of_candidate(&spec, "(* A k t)", &before).is_empty());
+        assert_eq!(of_candidate(&spec, "(* A t)", &before).len(), 1);
     }
 }

@@ -481,7 +481,10 @@ fn bad_candidates_fail_alone_with_a_reason() {
         .collect();
     assert_eq!(log.len(), 4, "{details:?}");
     assert!(details[0].contains("listed twice"), "{details:?}");
-    assert!(details[1].contains("also a data column"), "{details:?}");
+    assert!(
+        details[1].contains("both a parameter and a data column"),
+        "{details:?}"
+    );
     assert!(
         details[2].contains("car") && details[2].contains("line 1, column"),
         "{details:?}"

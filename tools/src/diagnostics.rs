@@ -17,6 +17,9 @@ struct ProgramDiagnostic {
     help: Option<String>,
 }
 
+/// Lines longer than this (in bytes) are not excerpted.
+const LONGEST_SHOWN_LINE: usize = 4096;
+
 /// `error: type error at prog.scm:1:1: …` followed by the source excerpt.
 pub fn render(err: &Error, name: &str, src: &str) -> String {
     let (line, col) = err.span.map_or((0, 0), |s| s.line_col(src));
@@ -28,6 +31,15 @@ pub fn render(err: &Error, name: &str, src: &str) -> String {
         None => format!("error: {} error: {}", err.kind, err.message),
     };
     let Some(span) = err.span else { return head };
+    // The excerpt renderer cannot place columns past 65,535 (and nobody reads such a line):
+    // long lines get the location alone.
+    let line_len = src.lines().nth(line.saturating_sub(1)).map_or(0, str::len);
+    if line_len > LONGEST_SHOWN_LINE {
+        return format!(
+            "{head}
+(line {line} is {line_len} bytes long: not shown)"
+        );
+    }
     let start = (span.start as usize).min(src.len());
     let end = (span.end as usize).clamp(start, src.len());
     let diag = ProgramDiagnostic {

@@ -9,6 +9,7 @@
 use crate::Failure;
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
+use ndvm_components::input_file;
 use ndvm_components::scene::{Scene, SceneError};
 use ndvm_systems::prelude::*;
 use ndvm_systems::report;
@@ -186,7 +187,7 @@ fn rayon_threads() -> usize {
 }
 
 pub(crate) fn read_scene(path: &Path) -> Result<(Scene, PathBuf), Failure> {
-    let text = std::fs::read_to_string(path)
+    let text = input_file::read(path, input_file::TEXT_LIMIT)
         .map_err(|e| Failure::Usage(format!("cannot read {}: {e}", path.display())))?;
     let scene = Scene::from_ron(&text).map_err(|e| {
         eprint!("{}", scene_error(&e, path, &text));
@@ -302,8 +303,11 @@ pub(crate) fn write_atomically(path: &Path, text: &str) -> Result<(), Failure> {
 /// Installs a Chrome-trace subscriber; the trace is flushed when the guard drops.
 fn trace_to(path: &Path) -> Result<tracing_chrome::FlushGuard, Failure> {
     use tracing_subscriber::prelude::*;
+    // Created here: the tracing layer would panic on a path it cannot create.
+    let file = std::fs::File::create(path)
+        .map_err(|e| Failure::Usage(format!("cannot write the trace {}: {e}", path.display())))?;
     let (layer, guard) = tracing_chrome::ChromeLayerBuilder::new()
-        .file(path)
+        .writer(file)
         .include_args(false)
         .build();
     tracing_subscriber::registry()

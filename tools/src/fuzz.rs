@@ -9,7 +9,6 @@ use crate::Failure;
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use ndvm_difftest::prelude::*;
-use std::io::Write;
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -59,12 +58,9 @@ pub fn fuzz(args: FuzzArgs) -> Result<(), Failure> {
         write_out(dir, &report, &json)?;
     }
     if args.json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&json).unwrap_or_default()
-        );
+        crate::output::print(&serde_json::to_string_pretty(&json).unwrap_or_default())?;
     } else {
-        print_report(&report, seconds);
+        crate::output::print(report_text(&report, seconds).trim_end())?;
     }
     if report.passed() {
         Ok(())
@@ -73,14 +69,17 @@ pub fn fuzz(args: FuzzArgs) -> Result<(), Failure> {
     }
 }
 
-fn print_report(report: &Report, seconds: f64) {
-    print!("{}", report.table());
+fn report_text(report: &Report, seconds: f64) -> String {
+    use std::fmt::Write as _;
+    let mut out = String::new();
+    out += &report.table();
     let rejected: Vec<String> = report
         .rejected
         .iter()
         .map(|(why, k)| format!("{k} {why}"))
         .collect();
-    println!(
+    let _ = writeln!(
+        out,
         "\n{} programs (seed {}) in {seconds:.1} s; regenerated: {}; checked in f64 only (ill-conditioned for f32): {}; G3 inconclusive (a test flips within the stencil): {}; G4 batches that diverged structurally: {}",
         report.checked,
         report.seed,
@@ -94,35 +93,38 @@ fn print_report(report: &Report, seconds: f64) {
         report.g4_divergent
     );
     if report.failures.is_empty() {
-        println!("every program passed every gate");
-        return;
+        let _ = writeln!(out, "every program passed every gate");
+        return out;
     }
-    println!("\n{} failing programs:", report.failures.len());
+    let _ = writeln!(out, "\n{} failing programs:", report.failures.len());
     for f in &report.failures {
         let params: Vec<String> = f.params.iter().map(|(k, v)| format!("{k}={v}")).collect();
-        println!(
+        let _ = writeln!(
+            out,
             "\n#{} {} [{}]\n  {}",
             f.id,
             f.gate,
             params.join(" "),
             f.detail
         );
-        println!("  program:\n    {}", f.src.replace('\n', "\n    "));
+        let _ = writeln!(out, "  program:\n    {}", f.src.replace('\n', "\n    "));
         if let Some(m) = &f.minimized {
-            println!("  minimized:\n    {}", m.replace('\n', "\n    "));
+            let _ = writeln!(out, "  minimized:\n    {}", m.replace('\n', "\n    "));
         }
     }
+    out
 }
 
 fn write_out(dir: &PathBuf, report: &Report, json: &serde_json::Value) -> Result<(), Failure> {
     let usage = |e: std::io::Error| Failure::Usage(format!("{}: {e}", dir.display()));
     std::fs::create_dir_all(dir).map_err(usage)?;
-    let mut corpus = std::fs::File::create(dir.join("corpus.jsonl")).map_err(usage)?;
+    let mut corpus = String::new();
     for case in &report.corpus {
-        let line = serde_json::to_string(case).map_err(|e| Failure::Usage(e.to_string()))?;
-        writeln!(corpus, "{line}").map_err(usage)?;
+        corpus += &serde_json::to_string(case).map_err(|e| Failure::Usage(e.to_string()))?;
+        corpus.push('\n');
     }
+    // Written whole or not at all: an interrupted run leaves the previous files intact.
+    crate::fit::write_atomically(&dir.join("corpus.jsonl"), &corpus)?;
     let text = serde_json::to_string_pretty(json).unwrap_or_default();
-    std::fs::write(dir.join("report.json"), text + "\n").map_err(usage)?;
-    Ok(())
+    crate::fit::write_atomically(&dir.join("report.json"), &(text + "\n"))
 }

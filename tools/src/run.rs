@@ -4,8 +4,9 @@ use crate::Failure;
 use crate::{diagnostics, output};
 use clap::{Args, ValueEnum};
 use ndvm_components::BindingsFile;
+use ndvm_components::input_file;
 use ndvm_engine::prelude::*;
-use std::io::Read;
+use std::path::Path;
 use std::time::Instant;
 
 #[derive(Args, Debug)]
@@ -79,13 +80,11 @@ impl RunArgs {
         }
         match self.program.as_deref() {
             Some("-") => {
-                let mut s = String::new();
-                std::io::stdin()
-                    .read_to_string(&mut s)
+                let s = input_file::read_from(std::io::stdin(), input_file::TEXT_LIMIT)
                     .map_err(|e| Failure::Usage(format!("reading standard input: {e}")))?;
                 Ok(("<stdin>".into(), s))
             }
-            Some(path) => std::fs::read_to_string(path)
+            Some(path) => input_file::read(Path::new(path), input_file::TEXT_LIMIT)
                 .map(|s| (path.to_string(), s))
                 .map_err(|e| Failure::Usage(format!("cannot read {path}: {e}"))),
             None => Err(Failure::Usage("give a PROGRAM_FILE or --expr".into())),
@@ -95,7 +94,7 @@ impl RunArgs {
     fn bindings<R: Real>(&self) -> Result<Bindings<R>, Failure> {
         let mut b = Bindings::new();
         if let Some(path) = &self.bindings {
-            let text = std::fs::read_to_string(path)
+            let text = input_file::read(Path::new(path), input_file::TEXT_LIMIT)
                 .map_err(|e| Failure::Usage(format!("cannot read {path}: {e}")))?;
             let file = BindingsFile::from_json(&text)
                 .map_err(|e| Failure::Usage(format!("{path}: {e}")))?;
@@ -147,10 +146,9 @@ fn run_with<R: Real>(args: &RunArgs) -> Result<(), Failure> {
     let fail = |e: Error| {
         eprintln!("{}", diagnostics::render(&e, &name, &src));
         if args.json {
-            println!(
-                "{}",
-                serde_json::json!({ "error": diagnostics::json(&e, &src) })
-            );
+            let error = serde_json::json!({ "error": diagnostics::json(&e, &src) });
+            // A closed standard output is not a second error.
+            let _ = output::print(&error.to_string());
         }
         Failure::Program
     };
@@ -180,9 +178,8 @@ fn run_with<R: Real>(args: &RunArgs) -> Result<(), Failure> {
         (median, args.repeat)
     });
     if args.json {
-        println!("{}", output::to_json(&e, timing));
+        output::print(&output::to_json(&e, timing).to_string())
     } else {
-        println!("{}", output::table(&e));
+        output::print(&output::table(&e))
     }
-    Ok(())
 }

@@ -151,25 +151,21 @@ impl Search {
                 MAX_SOURCE_BYTES >> 10
             ));
         }
-        for (i, name) in p.params.iter().enumerate() {
+        for name in &p.params {
             let ok = !name.is_empty()
                 && !name.contains(|c: char| c.is_whitespace() || "()[]'\";`,".contains(c))
                 && name.parse::<f64>().is_err();
             if !ok {
                 return Err(format!("`{name}` is not a parameter name"));
             }
-            if p.params[..i].contains(name) {
-                return Err(format!("parameter `{name}` is listed twice"));
-            }
-            if self.inputs.contains(name) {
-                return Err(format!("parameter `{name}` is also a data column"));
-            }
-            if self.context.shared.numbers.iter().any(|(n, _)| n == name)
-                || self.context.shared.matrices.iter().any(|m| &m.name == name)
-            {
-                return Err(format!("parameter `{name}` is also a scene input"));
-            }
         }
-        Ok(())
+        match population::name_clash(
+            &p.params,
+            self.context.data.as_deref(),
+            &self.context.shared,
+        ) {
+            Some(clash) => Err(clash),
+            None => Ok(()),
+        }
     }
 }

@@ -5,6 +5,7 @@ use super::proposer::{self, Context, Notes, Proposal, Proposer};
 use super::record::ProposerTally;
 use super::{SearchError, SearchOptions, Slot, command, evolve, stream};
 use crate::plugin::Engine;
+use ndvm_components::input_file::TEXT_LIMIT;
 use ndvm_components::scene::{Candidates, Scene};
 use ndvm_components::search::{ProposerSpec, Search as Spec, Success};
 use std::path::{Path, PathBuf};
@@ -143,7 +144,7 @@ pub(super) fn scene_seeds(
                 });
             }
             Candidates::File(path) => {
-                let src = stream::read_bounded(&base.join(path))
+                let src = ndvm_components::input_file::read(&base.join(path), TEXT_LIMIT)
                     .map_err(|e| SearchError::Setting(format!("{path}: {e}")))?;
                 out.push(Proposal {
                     src,

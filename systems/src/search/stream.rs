@@ -9,9 +9,6 @@
 use super::proposer::{Notes, Proposal, Proposer, ProposerError};
 use std::path::Path;
 
-/// Longest candidate stream read, in bytes.
-pub const MAX_STREAM_BYTES: u64 = 64 << 20;
-
 #[derive(Debug)]
 pub struct Stream {
     name: String,
@@ -37,7 +34,8 @@ impl Stream {
         cycle: bool,
         notes: &mut Notes,
     ) -> Result<Stream, String> {
-        let text = read_bounded(path).map_err(|e| format!("{shown}: {e}"))?;
+        let text = ndvm_components::input_file::read(path, ndvm_components::input_file::TEXT_LIMIT)
+            .map_err(|e| format!("{shown}: {e}"))?;
         let stem = path
             .file_stem()
             .map_or_else(|| shown.to_string(), |s| s.to_string_lossy().into_owned());
@@ -86,20 +84,6 @@ impl Stream {
     pub fn is_empty(&self) -> bool {
         self.lines.is_empty()
     }
-}
-
-/// A file's text, refusing files over [`MAX_STREAM_BYTES`] (or endless ones like `/dev/zero`).
-pub fn read_bounded(path: &Path) -> Result<String, String> {
-    use std::io::Read;
-    let file = std::fs::File::open(path).map_err(|e| e.to_string())?;
-    let mut bytes = Vec::new();
-    file.take(MAX_STREAM_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| e.to_string())?;
-    if bytes.len() as u64 > MAX_STREAM_BYTES {
-        return Err(format!("larger than {} MiB", MAX_STREAM_BYTES >> 20));
-    }
-    String::from_utf8(bytes).map_err(|_| "not UTF-8 text".to_string())
 }
 
 impl Proposer for Stream {

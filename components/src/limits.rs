@@ -1,0 +1,21 @@
+//! The largest sizes a scene may ask for (`docs/limits.md`).
+//!
+//! Each bounds an allocation made before any program runs — grid points, restarts, lanes, worker
+//! threads — so a typo such as `Linspace(0, 5, 1000000000000)` is a clean error rather than an
+//! out-of-memory abort. The evaluator's own limits (steps, heap, depth, payload) are
+//! `ndvm_engine::Limits`.
+
+/// Worker threads (`threads`, `--threads`).
+pub const THREADS: usize = 1024;
+
+/// Restarts of one candidate (`restarts.count`), and draws of a search calibration.
+pub const RESTARTS: u32 = 100_000;
+
+/// Points of one data set (a synthetic grid's `n`, `Values`).
+pub const POINTS: usize = 10_000_000;
+
+/// Lanes of one candidate: restarts × data points.
+pub const LANES: usize = 1 << 24;
+
+/// Candidates a search keeps in flight (`window`).
+pub const WINDOW: usize = 1 << 16;

@@ -1,0 +1,333 @@
+//! Hostile input (#23): each case must end with a clean message and exit status 1 (bad input)
+//! or 2 (bad usage) — never a panic (101), an abort or a hang — and must never report numbers
+//! that are not what was computed.
+
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+
+fn ndvm(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_ndvm"))
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("ndvm runs")
+}
+
+fn dir() -> PathBuf {
+    let d = std::env::temp_dir().join(format!("ndvm-hostile-{}", std::process::id()));
+    std::fs::create_dir_all(&d).expect("dir");
+    d
+}
+
+fn file(name: &str, text: &str) -> String {
+    let p = dir().join(name);
+    std::fs::write(&p, text).expect("write");
+    p.to_string_lossy().into_owned()
+}
+
+/// Runs `ndvm`, which must exit with `code` and say `message` on standard error.
+fn fails_with(args: &[&str], code: i32, message: &str) -> String {
+    let out = ndvm(args);
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(code), "{args:?}: {err}");
+    assert!(
+        err.contains(message),
+        "{args:?}: expected `{message}` in\n{err}"
+    );
+    assert!(!err.contains("panicked"), "{err}");
+    err
+}
+
+#[test]
+fn an_error_far_along_one_line_is_located_without_an_excerpt() {
+    let long = file("long.scm", &format!("{}(car 1)", " ".repeat(65_540)));
+    let err = fails_with(
+        &["run", &long, "--json"],
+        1,
+        "(line 1, column 65541): `car`: expected a pair",
+    );
+    assert!(
+        err.contains("line 1 is 65547 bytes long: not shown"),
+        "{err}"
+    );
+    // Deep nesting on one line: the depth limit, located, and no excerpt either.
+    let deep = file(
+        "deep.scm",
+        &format!("{}1{}", "(+ 1 ".repeat(100_000), ")".repeat(100_000)),
+    );
+    let out = ndvm(&["run", &deep]);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn a_matrix_whose_size_overflows_or_disagrees_is_refused() {
+    let prog = file("trace.scm", "(trace m)");
+    for (rows, cols, data) in [
+        ("3", "6148914691236517206", "[1, 2]"),
+        ("4294967296", "4294967296", "[]"),
+        ("2", "2", "[1, 2, 3]"),
+    ] {
+        let b = file(
+            "m.json",
+            &format!(
+                r#"{{"matrices": {{"m": {{"rows": {rows}, "cols": {cols}, "data": {data}}}}}}}"#
+            ),
+        );
+        fails_with(
+            &["run", &prog, "--bindings", &b],
+            2,
+            &format!("matrix `m` is {rows}x{cols} but has"),
+        );
+    }
+}
+
+#[test]
+fn endless_or_unwritable_files_are_clean_errors() {
+    fails_with(
+        &["run", "/dev/zero"],
+        2,
+        "cannot read /dev/zero: larger than the 64 MiB limit",
+    );
+    let prog = file("one.scm", "(+ 1 2)");
+    fails_with(
+        &["run", &prog, "--bindings", "/dev/zero"],
+        2,
+        "larger than the 64 MiB limit",
+    );
+    fails_with(&["fit", "/dev/zero"], 2, "larger than the 64 MiB limit");
+    let scene = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../scenes/decay_csv.scene.ron");
+    let scene = scene.to_string_lossy();
+    fails_with(
+        &["profile", &scene, "--trace", "/nonexistent/t.json"],
+        2,
+        "cannot write the trace /nonexistent/t.json",
+    );
+    // A full disk on standard output.
+    let full = std::fs::File::create("/dev/full");
+    if let Ok(full) = full {
+        let out = Command::new(env!("CARGO_BIN_EXE_ndvm"))
+            .args(["run", "--expr", "(+ 1 2)", "--json"])
+            .stdout(full)
+            .output()
+            .expect("runs");
+        assert_eq!(out.status.code(), Some(1));
+        assert!(String::from_utf8_lossy(&out.stderr).contains("No space left on device"));
+    }
+    // A closed pipe is not an error.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_ndvm"))
+        .args([
+            "run",
+            "--expr",
+            "(+ 1 2)",
+            "--lane",
+            &format!("a={}", vec!["1"; 20_000].join(",")),
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawns");
+    drop(child.stdout.take());
+    let out = child.wait_with_output().expect("waits");
+    assert!(matches!(out.status.code(), Some(0 | 1)), "{out:?}");
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("panicked"));
+}
+
+fn scene_with(names: &str, inputs: &str, columns: &str) -> String {
+    file(
+        "clash.scene.ron",
+        &format!(
+            r#"Scene(
+                candidates: [Inline(name: "c", src: "(* a t)")],
+                parameters: Parameters(names: {names}),
+                inputs: {inputs},
+                data: Some(Synthetic(program: "(* 2 t)", inputs: {columns})),
+                loss: Mse,
+            )"#
+        ),
+    )
+}
+
+#[test]
+fn every_name_clash_is_an_error_naming_both_places() {
+    let t = r#"{"t": Linspace(0.0, 1.0, 5)}"#;
+    for (names, inputs, columns, message) in [
+        (
+            r#"["a", "a"]"#,
+            "{}",
+            t,
+            "the parameter `a` is listed twice",
+        ),
+        (
+            r#"["a"]"#,
+            r#"{"a": Number(7.0)}"#,
+            t,
+            "`a` is both a parameter and a shared input",
+        ),
+        (
+            r#"["a", "t"]"#,
+            "{}",
+            t,
+            "`t` is both a parameter and a data column",
+        ),
+        (
+            r#"["a"]"#,
+            r#"{"t": Number(1.0)}"#,
+            t,
+            "`t` is both a data column and a shared input",
+        ),
+    ] {
+        let s = scene_with(names, inputs, columns);
+        fails_with(&["fit", &s], 1, &format!("candidate `c`: {message}"));
+    }
+}
+
+#[test]
+fn a_stream_line_with_a_name_clash_is_skipped_and_named() {
+    let stream = file(
+        "clash.jsonl",
+        "{\"src\": \"(* a t)\", \"params\": [\"a\", \"a\"]}\n{\"src\": \"(* a t)\", \"params\": [\"a\"]}\n",
+    );
+    let s = file(
+        "stream.scene.ron",
+        &format!(
+            r#"Scene(
+                candidates: [Stream(path: "{stream}")],
+                data: Some(Synthetic(program: "(* 2 t)", inputs: {{"t": Linspace(0.0, 1.0, 5)}})),
+                loss: Mse,
+            )"#
+        ),
+    );
+    let out = ndvm(&["fit", &s]);
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("line 1: skipped: the parameter `a` is listed twice"),
+        "{text}"
+    );
+    assert!(text.contains("a = 2.0000"), "{text}");
+}
+
+#[test]
+fn settings_that_make_no_sense_are_errors() {
+    for (setting, message) in [
+        (
+            "budget_seconds: Some(NaN)",
+            "`budget_seconds` must be a finite number of seconds",
+        ),
+        (
+            "budget_seconds: Some(inf)",
+            "`budget_seconds` must be a finite number of seconds",
+        ),
+        (
+            "optimizer: Adam(lr: -0.1)",
+            "`lr` of `Adam` must be a positive number, got -0.1",
+        ),
+        (
+            "optimizer: Adam(beta1: 1.0)",
+            "`beta1` of `Adam` must be in [0, 1), got 1",
+        ),
+        (
+            "optimizer: Lbfgs(memory: 0)",
+            "`memory` of `Lbfgs` must be at least 1",
+        ),
+        (
+            "optimizer: LevenbergMarquardt(damping: 0.0)",
+            "`damping` of `LevenbergMarquardt`",
+        ),
+    ] {
+        let s = file(
+            "settings.scene.ron",
+            &format!(
+                r#"Scene(
+                    candidates: [Inline(name: "c", src: "(* a t)")],
+                    parameters: Parameters(names: ["a"]),
+                    data: Some(Synthetic(program: "(* 2 t)", inputs: {{"t": Linspace(0.0, 1.0, 5)}})),
+                    loss: Mse,
+                    {setting},
+                )"#
+            ),
+        );
+        fails_with(&["fit", &s], 1, message);
+    }
+    let s = file(
+        "lm.scene.ron",
+        r#"Scene(candidates: [Inline(name: "c", src: "(* a a)")],
+                 parameters: Parameters(names: ["a"]), optimizer: LevenbergMarquardt())"#,
+    );
+    fails_with(
+        &["fit", &s],
+        1,
+        "`LevenbergMarquardt` fits residuals and needs `loss: Mse`",
+    );
+}
+
+#[test]
+fn an_empty_population_says_why() {
+    let empty = file("empty.jsonl", "");
+    for take in ["None", "Some(0)"] {
+        let stream = file(
+            "nonempty.jsonl",
+            "{\"src\": \"(* a a)\", \"params\": [\"a\"]}\n",
+        );
+        for path in [&empty, &stream] {
+            if path == &stream && take == "None" {
+                continue;
+            }
+            let s = file(
+                "empty.scene.ron",
+                &format!(r#"Scene(candidates: [Stream(path: "{path}", take: {take})])"#),
+            );
+            fails_with(&["fit", &s], 1, "the population is empty");
+        }
+    }
+}
+
+#[test]
+fn sizes_past_the_limits_are_errors_before_any_allocation() {
+    let base = |extra: &str, grid: &str| {
+        file(
+            "sizes.scene.ron",
+            &format!(
+                r#"Scene(
+                    candidates: [Inline(name: "c", src: "(* a t)")],
+                    parameters: Parameters(names: ["a"]{extra}),
+                    data: Some(Synthetic(program: "(* 2 t)", inputs: {{"t": {grid}}})),
+                    loss: Mse,
+                )"#
+            ),
+        )
+    };
+    let small = "Linspace(0.0, 5.0, 10)";
+    fails_with(
+        &["fit", &base("", "Linspace(0.0, 5.0, 1000000000000)")],
+        1,
+        "input `t` has 1000000000000 points, over the limit of 10000000",
+    );
+    fails_with(
+        &["fit", &base(", restarts: Restarts(count: 1000000)", small)],
+        1,
+        "`restarts.count` is 1000000, over the limit of 100000",
+    );
+    fails_with(
+        &[
+            "fit",
+            &base(
+                ", restarts: Restarts(count: 100000)",
+                "Linspace(0.0, 5.0, 1000)",
+            ),
+        ],
+        1,
+        "candidate `c`: 100000 restarts × 1000 data points = 100000000 lanes, over the limit",
+    );
+    let s = base("", small);
+    fails_with(
+        &["fit", &s, "--threads", "100000"],
+        1,
+        "could not start 100000 worker threads: the limit is 1024",
+    );
+}
