@@ -18,7 +18,8 @@
 //!   decides differently within the stencil (two values that tie up to rounding, say), and if
 //!   so G3 is inconclusive for that program rather than failed.
 //! - **G4** lanes: the program run as a batch of four lanes with different parameters gives,
-//!   in every lane, the same bits (value and gradients, f32 and f64) as that lane run alone.
+//!   in every lane, the same bits (value and gradients, f32 and f64) as that lane run alone —
+//!   every bit, except that any NaN equals any NaN (its sign and payload are not canonical).
 //!   If the lanes' structure diverges (LANGUAGE.md §9.5, a clean divergence error), the batch is
 //!   rerun with lanes close enough to take the same branches.
 
@@ -338,13 +339,22 @@ fn lanes_one<R: Real>(
     Ok(())
 }
 
-/// Lane `b`'s value and gradients as bits (so NaNs and signed zeros compare exactly).
+/// Lane `b`'s value and gradients as bits, so signed zeros and infinities compare exactly. A
+/// NaN's sign and payload are not part of a lane's value (LANGUAGE.md "Lanes"): every NaN reads
+/// as the one canonical NaN.
 fn lane_bits<R: Real>(e: &Evaluation<R>, b: usize) -> Vec<u64> {
+    let bits = |x: f64| {
+        if x.is_nan() {
+            f64::NAN.to_bits()
+        } else {
+            x.to_bits()
+        }
+    };
     // `check` has already stopped on a result that is not a number.
     let mut out = match &e.result {
-        Output::Numbers(xs) => vec![xs[b].to_f64().to_bits()],
+        Output::Numbers(xs) => vec![bits(xs[b].to_f64())],
         _ => vec![u64::MAX],
     };
-    out.extend(e.grads.iter().map(|(_, g)| g[b].to_f64().to_bits()));
+    out.extend(e.grads.iter().map(|(_, g)| bits(g[b].to_f64())));
     out
 }

@@ -331,3 +331,16 @@ fn sizes_past_the_limits_are_errors_before_any_allocation() {
         "could not start 100000 worker threads: the limit is 1024",
     );
 }
+
+#[test]
+fn linear_algebra_is_charged_by_its_arithmetic() {
+    // 2.7·10¹⁰ multiply-adds: refused at once instead of running for minutes.
+    fails_with(
+        &["run", "--expr", "(trace (matmul (eye 3000) (eye 3000)))"],
+        1,
+        "eval steps limit of 100000000 exceeded",
+    );
+    let out = ndvm(&["run", "--expr", "(trace (matmul (eye 40) (eye 40)))"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("40"));
+}

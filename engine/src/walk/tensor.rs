@@ -21,6 +21,11 @@ use crate::real::Real;
 use crate::tape::Form;
 use crate::value::{Shape, Value, tag};
 
+/// Multiply-adds of linear algebra charged as one eval step: about the time of one walk step,
+/// so the default step limit (10⁸) bounds a program's linear algebra to seconds — a product of
+/// two 1170 × 1170 matrices at most (`docs/limits.md`).
+const MADDS_PER_STEP: u64 = 16;
+
 /// An operand of an elementwise node: a constant, or lane values at consecutive slots.
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum Operand<R> {
@@ -329,13 +334,15 @@ impl<R: Real> Vm<R> {
         })
     }
 
-    /// Counts a linear-algebra op's arithmetic toward the eval-step limit: one step per 1024
-    /// multiply-adds over all lanes. Elementwise work is bounded by the payload it allocates;
-    /// a product or a factorization can do far more work than its result's size, and programs
-    /// are untrusted.
+    /// Counts a linear-algebra op's arithmetic toward the eval-step limit: one step per
+    /// [`MADDS_PER_STEP`] multiply-adds over all lanes. Elementwise work is bounded by the
+    /// payload it allocates; a product or a factorization can do far more work than its
+    /// result's size, and programs are untrusted.
     fn charge(&mut self, program: &Program, node: NodeId, work: u64) -> Result<()> {
         let lanes = self.payload.lanes as u64;
-        self.steps = self.steps.saturating_add(work.saturating_mul(lanes) / 1024);
+        self.steps = self
+            .steps
+            .saturating_add(work.saturating_mul(lanes) / MADDS_PER_STEP);
         if self.steps > self.limits.eval_steps {
             return Err(self.limit(program, node, "eval steps", self.limits.eval_steps));
         }
