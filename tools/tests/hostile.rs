@@ -344,3 +344,31 @@ fn linear_algebra_is_charged_by_its_arithmetic() {
     assert_eq!(out.status.code(), Some(0));
     assert!(String::from_utf8_lossy(&out.stdout).contains("40"));
 }
+
+#[test]
+fn with_gradients_the_adjoints_and_the_tape_count_against_the_payload_limit() {
+    // A counted loop over 8 lanes in f64: its payload alone fits 40 MB; with the adjoint buffer
+    // and the tape the backward pass would need, it does not.
+    let expr = "(loop ((i 0) (x a)) (if (< i 300000) (recur (+ i 1) (* (sin x) 1.0000001)) x))";
+    let common = [
+        "run",
+        "--expr",
+        expr,
+        "--lane",
+        "a=1,2,3,4,5,6,7,8",
+        "--precision",
+        "f64",
+        "--max-payload-bytes",
+        "40000000",
+    ];
+    let out = ndvm(&common);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut grad = common.to_vec();
+    grad.push("--grad");
+    fails_with(&grad, 1, "payload bytes limit of 40000000 exceeded");
+}

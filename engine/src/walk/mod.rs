@@ -279,12 +279,25 @@ impl<R: Real> Vm<R> {
     }
 
     pub(crate) fn alloc_slots(&mut self, program: &Program, n: usize, node: NodeId) -> Result<u32> {
-        let bytes =
+        let primal =
             ((self.payload.slots() + n) * self.payload.lanes * std::mem::size_of::<R>()) as u64;
-        if bytes + self.payload.bools.len() as u64 > self.limits.payload_bytes {
+        if self.memory(primal) + self.payload.bools.len() as u64 > self.limits.payload_bytes {
             return Err(self.limit(program, node, "payload bytes", self.limits.payload_bytes));
         }
         Ok(self.payload.alloc(n))
+    }
+
+    /// The memory a walk with `primal` bytes of payload stands for, counted against the payload
+    /// limit: the payload alone, or — when gradients are recorded — the payload, the adjoint
+    /// buffer the backward pass may need (at most as large) and the tape recorded so far.
+    pub(crate) fn memory(&self, primal: u64) -> u64 {
+        if !self.record {
+            return primal;
+        }
+        let node = (std::mem::size_of::<crate::tape::TapeNode>() + 8) as u64;
+        primal
+            .saturating_mul(2)
+            .saturating_add((self.tape.nodes.len() as u64).saturating_mul(node))
     }
 
     pub(crate) fn check_heap(&self, program: &Program, node: NodeId) -> Result<()> {

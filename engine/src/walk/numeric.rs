@@ -330,7 +330,7 @@ impl<R: Real> Vm<R> {
             Some(&f) if lanes.iter().all(|&x| x == f) => Ok(Value::boolean(f)),
             None => Ok(Value::TRUE),
             _ => {
-                let bytes = self.payload.bytes() + lanes.len() as u64;
+                let bytes = self.memory(self.payload.bytes()) + lanes.len() as u64;
                 if bytes > self.limits.payload_bytes {
                     return Err(self.limit(
                         program,
