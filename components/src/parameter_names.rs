@@ -16,8 +16,11 @@ pub struct UnknownKey {
     pub key: String,
 }
 
-/// Checks `params` (of `whose`: "the scene" or a candidate's name).
+/// Checks `params` (of `whose`: "the scene" or a candidate's name): every key names a declared
+/// parameter, and every value makes sense (finite starting values, bounds that are numbers with
+/// `min ≤ max`, a finite non-negative restart scale).
 pub fn check(params: &Parameters, whose: &str) -> Result<(), UnknownKey> {
+    check_values(params, whose)?;
     if params.names.is_empty() {
         return Ok(());
     }
@@ -40,6 +43,44 @@ pub fn check(params: &Parameters, whose: &str) -> Result<(), UnknownKey> {
             ),
             key: key.clone(),
         });
+    }
+    Ok(())
+}
+
+fn check_values(params: &Parameters, whose: &str) -> Result<(), UnknownKey> {
+    let bad = |key: &str, message: String| UnknownKey {
+        message,
+        key: key.to_string(),
+    };
+    for (key, &x) in &params.init {
+        if !x.is_finite() {
+            return Err(bad(
+                key,
+                format!(
+                    "`init` of {whose} starts `{key}` at {x}: a starting value must be a finite number"
+                ),
+            ));
+        }
+    }
+    for (key, b) in &params.bounds {
+        let nan = b.min.is_some_and(f64::is_nan) || b.max.is_some_and(f64::is_nan);
+        let crossed = matches!((b.min, b.max), (Some(lo), Some(hi)) if lo > hi);
+        if nan || crossed {
+            return Err(bad(
+                key,
+                format!(
+                    "`bounds` of {whose} for `{key}` are min {:?}, max {:?}: bounds must be numbers with min ≤ max",
+                    b.min, b.max
+                ),
+            ));
+        }
+    }
+    let scale = params.restarts.scale;
+    if !(scale.is_finite() && scale >= 0.0) {
+        return Err(bad(
+            "scale",
+            format!("`restarts.scale` of {whose} is {scale}: it must be a finite number ≥ 0"),
+        ));
     }
     Ok(())
 }

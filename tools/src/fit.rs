@@ -137,7 +137,7 @@ pub fn fit(args: FitArgs) -> Result<(), Failure> {
         ))?;
     }
     if interrupted.load(Ordering::Relaxed) {
-        eprintln!("interrupted: results of the candidates so far were written");
+        say!("interrupted: results of the candidates so far were written");
         return Err(Failure::Interrupted);
     }
     if report.candidates.iter().all(|c| c.status == "failed") {
@@ -173,7 +173,7 @@ pub fn profile(args: ProfileArgs) -> Result<(), Failure> {
 /// A search scene is run by `ndvm search` (its results JSON carries the per-stage profile).
 fn not_a_search(scene: &Scene, path: &Path) -> Result<(), Failure> {
     if scene.search.is_some() {
-        eprintln!(
+        say!(
             "error: {}: a search scene (it has a `search:` section): run it with `ndvm search`",
             path.display()
         );
@@ -190,7 +190,7 @@ pub(crate) fn read_scene(path: &Path) -> Result<(Scene, PathBuf), Failure> {
     let text = input_file::read(path, input_file::TEXT_LIMIT)
         .map_err(|e| Failure::Usage(format!("cannot read {}: {e}", path.display())))?;
     let scene = Scene::from_ron(&text).map_err(|e| {
-        eprint!("{}", scene_error(&e, path, &text));
+        say_raw!("{}", scene_error(&e, path, &text));
         Failure::Program
     })?;
     let base = path.parent().map_or_else(PathBuf::new, Path::to_path_buf);
@@ -215,7 +215,7 @@ fn scene_error(e: &SceneError, path: &Path, text: &str) -> String {
 
 fn start(scene: &Scene, base: &Path, options: &FitOptions, path: &Path) -> Result<Fit, Failure> {
     Fit::new(scene, base, options).map_err(|e| {
-        eprintln!("error: {}: {e}", path.display());
+        say!("error: {}: {e}", path.display());
         Failure::Program
     })
 }

@@ -4,6 +4,23 @@
 //! limit, or a malformed scene), 2 usage error (bad flags, unreadable files, inconsistent
 //! bindings), 130 a fit stopped by Ctrl-C (its results so far are written).
 
+/// `eprintln!` that cannot panic: a closed or full standard error (`2>&-`, `2>/dev/full`) loses
+/// the message but not the exit status.
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
+/// `eprint!` that cannot panic (see [`say!`]).
+macro_rules! say_raw {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = write!(std::io::stderr(), $($arg)*);
+    }};
+}
+
 mod diagnostics;
 mod fit;
 mod fuzz;
@@ -67,7 +84,7 @@ fn main() -> ExitCode {
         Err(Failure::Program) => ExitCode::from(1),
         Err(Failure::Interrupted) => ExitCode::from(130),
         Err(Failure::Usage(msg)) => {
-            eprintln!("error: {msg}");
+            say!("error: {msg}");
             ExitCode::from(2)
         }
     }

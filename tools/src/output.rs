@@ -102,7 +102,7 @@ pub fn print(text: &str) -> Result<(), crate::Failure> {
         Ok(()) => Ok(()),
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
         Err(e) => {
-            eprintln!("error: cannot write the output: {e}");
+            say!("error: cannot write the output: {e}");
             Err(crate::Failure::Program)
         }
     }

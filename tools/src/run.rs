@@ -144,7 +144,7 @@ fn run_with<R: Real>(args: &RunArgs) -> Result<(), Failure> {
     let (name, src) = args.source()?;
     let bindings = args.bindings::<R>()?;
     let fail = |e: Error| {
-        eprintln!("{}", diagnostics::render(&e, &name, &src));
+        say!("{}", diagnostics::render(&e, &name, &src));
         if args.json {
             let error = serde_json::json!({ "error": diagnostics::json(&e, &src) });
             // A closed standard output is not a second error.
@@ -171,9 +171,10 @@ fn run_with<R: Real>(args: &RunArgs) -> Result<(), Failure> {
         } else {
             "forward"
         };
-        eprintln!(
+        say!(
             "{median:.3} µs per evaluation ({what}, median of {} repeats, B = {})",
-            args.repeat, e.lanes
+            args.repeat,
+            e.lanes
         );
         (median, args.repeat)
     });

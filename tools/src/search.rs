@@ -65,7 +65,7 @@ struct LogTiming {
 pub fn search(args: SearchArgs) -> Result<(), Failure> {
     let (scene, base) = read_scene(&args.scene)?;
     let Some(spec) = &scene.search else {
-        eprintln!(
+        say!(
             "error: {}: not a search scene (it has no `search:` section; `ndvm fit` runs it)",
             args.scene.display()
         );
@@ -105,7 +105,7 @@ pub fn search(args: SearchArgs) -> Result<(), Failure> {
         ..SearchOptions::default()
     };
     let mut search = Search::new(&scene, &base, &options).map_err(|e| {
-        eprintln!("error: {}: {e}", args.scene.display());
+        say!("error: {}: {e}", args.scene.display());
         Failure::Program
     })?;
     let bar = status_line(&search);
@@ -145,7 +145,7 @@ pub fn search(args: SearchArgs) -> Result<(), Failure> {
                 p.distinct_successes
             ));
         }
-        Event::Warning(w) => bar.suspend(|| eprintln!("warning: {w}")),
+        Event::Warning(w) => bar.suspend(|| say!("warning: {w}")),
     });
     bar.finish_and_clear();
     if let Some(w) = &mut log
@@ -155,7 +155,7 @@ pub fn search(args: SearchArgs) -> Result<(), Failure> {
     }
     let mut failed_write = false;
     if let Some(e) = log_error {
-        eprintln!("error: could not write the calibration log: {e}");
+        say!("error: could not write the calibration log: {e}");
         failed_write = true;
     }
     if let Some(dir) = &out {
@@ -179,7 +179,7 @@ pub fn search(args: SearchArgs) -> Result<(), Failure> {
         crate::output::print(text.trim_end())?;
     }
     if interrupted.load(Ordering::Relaxed) {
-        eprintln!("interrupted: what was found is written");
+        say!("interrupted: what was found is written");
         return Err(Failure::Interrupted);
     }
     let proposers_failed = report.proposers.iter().any(|p| p.error.is_some());
@@ -228,7 +228,7 @@ fn write_outputs(dir: &Path, report: &SearchReport, scene: &Path) -> Result<(), 
     for (file, text) in files {
         let path = dir.join(file);
         if let Err(Failure::Usage(e)) = write_atomically(&path, &text) {
-            eprintln!("error: {e}");
+            say!("error: {e}");
             ok = false;
         }
     }

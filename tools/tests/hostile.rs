@@ -372,3 +372,56 @@ fn with_gradients_the_adjoints_and_the_tape_count_against_the_payload_limit() {
     grad.push("--grad");
     fails_with(&grad, 1, "payload bytes limit of 40000000 exceeded");
 }
+
+#[test]
+fn parameter_values_that_make_no_sense_are_located_errors() {
+    for (block, message) in [
+        (
+            r#"init: {"a": NaN}"#,
+            "`init` of the scene starts `a` at NaN: a starting value must be a finite number",
+        ),
+        (
+            r#"bounds: {"a": Bounds(min: Some(2.0), max: Some(1.0))}"#,
+            "`bounds` of the scene for `a` are min Some(2.0), max Some(1.0): bounds must be numbers with min ≤ max",
+        ),
+        (
+            r#"bounds: {"a": Bounds(min: Some(NaN))}"#,
+            "bounds must be numbers with min ≤ max",
+        ),
+        (
+            "restarts: Restarts(count: 2, scale: -1.0)",
+            "`restarts.scale` of the scene is -1: it must be a finite number ≥ 0",
+        ),
+    ] {
+        let s = file(
+            "values.scene.ron",
+            &format!(
+                r#"Scene(
+    candidates: [Inline(name: "c", src: "(* a t)")],
+    parameters: Parameters(names: ["a"], {block}),
+    data: Some(Synthetic(program: "(* 2 t)", inputs: {{"t": Linspace(0.0, 1.0, 5)}})),
+    loss: Mse,
+)"#
+            ),
+        );
+        let err = fails_with(&["fit", &s], 1, message);
+        if block.contains("\"a\"") {
+            assert!(err.contains(":3:"), "located on the parameters line: {err}");
+        }
+    }
+}
+
+#[test]
+fn a_closed_or_full_standard_error_loses_the_message_not_the_status() {
+    for stderr in [
+        Stdio::null(),
+        Stdio::from(std::fs::File::create("/dev/full").expect("full")),
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_ndvm"))
+            .args(["run", "--expr", "(car 1)"])
+            .stderr(stderr)
+            .output()
+            .expect("runs");
+        assert_eq!(out.status.code(), Some(1));
+    }
+}
