@@ -19,3 +19,11 @@ pub const LANES: usize = 1 << 24;
 
 /// Candidates a search keeps in flight (`window`).
 pub const WINDOW: usize = 1 << 16;
+
+/// Parameters of one candidate (Levenberg–Marquardt and the uncertainties hold `P × P`
+/// matrices and solve them in `P³`).
+pub const PARAMS: usize = 1000;
+
+/// Values of one data set: points × columns (a synthetic grid's inputs, a CSV file's bound
+/// columns and target), and of all a scene's data sets together.
+pub const DATA_VALUES: usize = 40_000_000;

@@ -400,6 +400,22 @@ impl Scene {
         if self.parameters.restarts.count == 0 {
             return fail("`restarts.count` must be at least 1".into());
         }
+        let blocks = self.candidates.iter().filter_map(|c| match c {
+            Candidates::Inline {
+                parameters: Some(p),
+                ..
+            } => Some(p.names.len()),
+            _ => None,
+        });
+        if let Some(n) = blocks
+            .chain([self.parameters.names.len()])
+            .find(|&n| n > crate::limits::PARAMS)
+        {
+            return fail(format!(
+                "`names` lists {n} parameters, over the limit of {}",
+                crate::limits::PARAMS
+            ));
+        }
         let inline_params = self.candidates.iter().filter_map(|c| match c {
             Candidates::Inline {
                 parameters: Some(p),
@@ -422,8 +438,17 @@ impl Scene {
                 crate::limits::THREADS
             ));
         }
+        let mut all_values = 0usize;
         for d in &splits {
             if let Data::Synthetic { inputs, .. } = d {
+                let values: usize = inputs
+                    .values()
+                    .map(|g| match g {
+                        Grid::Linspace(_, _, n) | Grid::Uniform(_, _, n) => *n,
+                        Grid::Values(v) => v.len(),
+                    })
+                    .fold(0, usize::saturating_add);
+                all_values = all_values.saturating_add(values);
                 for (name, grid) in inputs {
                     let n = match grid {
                         Grid::Linspace(_, _, n) | Grid::Uniform(_, _, n) => *n,
@@ -435,6 +460,13 @@ impl Scene {
                             crate::limits::POINTS
                         ));
                     }
+                }
+                if all_values > crate::limits::DATA_VALUES {
+                    return fail(format!(
+                        "the synthetic data hold {all_values} values (points × inputs, over all \
+                         data sets), over the limit of {}",
+                        crate::limits::DATA_VALUES
+                    ));
                 }
             }
             if let Data::Synthetic {

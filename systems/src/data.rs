@@ -133,6 +133,12 @@ fn csv_columns(
                 })
             }
         };
+        if (y.len() + 1).saturating_mul(wanted.len() + 1) > ndvm_components::limits::DATA_VALUES {
+            return Err(fail(format!(
+                "more than {} values (rows × bound columns): over the limit",
+                ndvm_components::limits::DATA_VALUES
+            )));
+        }
         let mut row_values = Vec::with_capacity(wanted.len() + 1);
         for at in wanted.iter().map(|(_, at)| *at).chain([target_at]) {
             match number(at) {

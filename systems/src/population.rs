@@ -177,6 +177,16 @@ pub fn build(scene: &Scene, base: &Path) -> Result<(Vec<Member>, Vec<String>), P
      -> Result<(), PopulationError> {
         let index = members.len();
         let data = if scene.loss == Loss::Mse { data } else { None };
+        if params.names.len() > ndvm_components::limits::PARAMS {
+            return Err(PopulationError::Names {
+                candidate: name,
+                message: format!(
+                    "{} parameters, over the limit of {}",
+                    params.names.len(),
+                    ndvm_components::limits::PARAMS
+                ),
+            });
+        }
         let points = data.as_ref().map_or(1, |d| d.points());
         let lanes = (params.restarts.count.max(1) as usize).saturating_mul(points);
         if lanes > ndvm_components::limits::LANES {

@@ -132,19 +132,22 @@ fn run(dir: &Path, args: &[String]) -> Result<i32, String> {
         env!("CARGO_BIN_EXE_ndvm"),
         quoted.join(" ")
     );
+    // Standard error goes to a file: a pipe read only at the end could fill and block the run.
+    let err_path = dir.join("stderr.txt");
+    let err_file = std::fs::File::create(&err_path).map_err(|e| e.to_string())?;
     let mut child = Command::new("sh")
         .args(["-c", &script])
         .current_dir(dir)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
-        .stderr(Stdio::piped())
+        .stderr(err_file)
         .spawn()
         .map_err(|e| e.to_string())?;
     let start = Instant::now();
     loop {
         if let Some(status) = child.try_wait().map_err(|e| e.to_string())? {
             let mut err = String::new();
-            if let Some(mut e) = child.stderr.take() {
+            if let Ok(mut e) = std::fs::File::open(&err_path) {
                 let _ = e.read_to_string(&mut err);
             }
             return match status.code() {

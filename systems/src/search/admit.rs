@@ -151,6 +151,13 @@ impl Search {
                 MAX_SOURCE_BYTES >> 10
             ));
         }
+        if p.params.len() > ndvm_components::limits::PARAMS {
+            return Err(format!(
+                "{} parameters, over the limit of {}",
+                p.params.len(),
+                ndvm_components::limits::PARAMS
+            ));
+        }
         for name in &p.params {
             let ok = !name.is_empty()
                 && !name.contains(|c: char| c.is_whitespace() || "()[]'\";`,".contains(c))

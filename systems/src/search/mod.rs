@@ -225,7 +225,15 @@ impl Search {
         context.data = train;
         let c = &spec.calibration;
         let points = context.data.as_ref().map_or(1, |d| d.points());
-        let lanes_per_candidate = c.draws as usize * points;
+        let lanes_per_candidate = (c.draws as usize).saturating_mul(points);
+        if lanes_per_candidate > ndvm_components::limits::LANES {
+            return Err(SearchError::Setting(format!(
+                "{} draws × {points} training points = {lanes_per_candidate} lanes per \
+                 calibration, over the limit of {}",
+                c.draws,
+                ndvm_components::limits::LANES
+            )));
+        }
         let protocol = Protocol {
             loss: scene.loss,
             optimizer: c.optimizer,
