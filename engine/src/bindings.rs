@@ -141,18 +141,6 @@ impl<R: Real> Bindings<R> {
     pub fn lane_count(&self) -> Result<usize> {
         let mut lanes: Option<(usize, &str)> = None;
         for b in &self.items {
-            if let Input::Matrix { rows, cols, data } = &b.value
-                && (*rows == 0 || rows.checked_mul(*cols) != Some(data.len()))
-            {
-                return Err(Error::unlocated(
-                    ErrorKind::Input,
-                    format!(
-                        "matrix `{}` is {rows}x{cols} but has {} values",
-                        b.name,
-                        data.len()
-                    ),
-                ));
-            }
             if let Input::LaneMatrices { rows, cols, data } = &b.value
                 && let Some(bad) = data
                     .iter()
@@ -195,7 +183,8 @@ impl<R: Real> Bindings<R> {
                     }
                 }
                 Input::Matrix { rows, cols, data } => {
-                    if *rows == 0 || *cols == 0 || rows * cols != data.len() {
+                    // `checked_mul`: a product that overflows must not wrap to the data's length.
+                    if *rows == 0 || *cols == 0 || rows.checked_mul(*cols) != Some(data.len()) {
                         return Err(Error::unlocated(
                             ErrorKind::Input,
                             format!(

@@ -86,44 +86,29 @@ pub fn mse_weights_into(
     }
 }
 
-/// The sum of one restart's per-lane terms in a fixed order that depends on the lane count
+/// `Σ weight·grad` over one restart's lanes in a fixed order that depends on the lane count
 /// alone: four interleaved partial sums (lane `i` into sum `i mod 4`, each in lane order), then
 /// `(s0 + s1) + (s2 + s3)`. Independent of grouping and threads, and four times shorter than one
-/// chain of dependent additions.
-pub fn lane_sum(xs: &[f64]) -> f64 {
+/// chain of dependent additions. A lane of weight zero (a held-out point) contributes exactly
+/// zero, even when its gradient is not finite.
+pub fn weighted_lane_sum(weights: &[f64], grads: &[f64]) -> f64 {
     let mut s = [0.0; 4];
-    let mut chunks = xs.chunks_exact(4);
-    for c in &mut chunks {
-        for k in 0..4 {
-            s[k] += c[k];
-        }
-    }
-    for (k, &x) in chunks.remainder().iter().enumerate() {
-        s[k] += x;
+    for (k, (&w, &g)) in weights.iter().zip(grads).enumerate() {
+        s[k % 4] += if w != 0.0 { w * g } else { 0.0 };
     }
     (s[0] + s[1]) + (s[2] + s[3])
 }
 
 /// Per-restart gradient `Σ_point weight·∂out/∂p` from per-lane weights and gradients
-/// (`grads[param][lane]`), summed by [`lane_sum`] (what the backward and optimize stages do; a
-/// lane of weight zero contributes exactly zero).
+/// (`grads[param][lane]`), summed by [`weighted_lane_sum`] (what the optimize stage does).
 pub fn reduce(axes: LaneAxes, weights: &[f64], grads: &[Vec<f64>]) -> Vec<Vec<f64>> {
     grads
         .iter()
         .map(|g| {
             (0..axes.restarts)
                 .map(|r| {
-                    let terms: Vec<f64> = (0..axes.points)
-                        .map(|k| axes.lane(r, k))
-                        .map(|l| {
-                            if weights[l] != 0.0 {
-                                weights[l] * g[l]
-                            } else {
-                                0.0
-                            }
-                        })
-                        .collect();
-                    lane_sum(&terms)
+                    let lanes = axes.lane(r, 0)..axes.lane(r, 0) + axes.points;
+                    weighted_lane_sum(&weights[lanes.clone()], &g[lanes])
                 })
                 .collect()
         })

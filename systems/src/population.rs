@@ -253,49 +253,39 @@ pub fn build(scene: &Scene, base: &Path) -> Result<(Vec<Member>, Vec<String>), P
                     .enumerate()
                     .filter(|(_, l)| !l.trim().is_empty());
                 let (mut good, mut bad, mut first_error) = (0, 0, None);
+                let stem = Path::new(path)
+                    .file_stem()
+                    .map_or_else(String::new, |s| s.to_string_lossy().into_owned());
                 for (i, line) in lines.take(take.unwrap_or(usize::MAX)) {
-                    let entry: StreamLine = match serde_json::from_str(line) {
-                        Ok(entry) => entry,
-                        Err(e) => {
-                            bad += 1;
-                            if bad <= LINE_WARNINGS {
-                                warnings.push(format!("{path}, line {}: skipped: {e}", i + 1));
+                    let read = serde_json::from_str::<StreamLine>(line)
+                        .map_err(|e| e.to_string())
+                        .and_then(|entry| {
+                            let mut params = scene.parameters.clone();
+                            if let Some(names) = entry.params {
+                                params.names = names;
                             }
-                            first_error.get_or_insert(PopulationError::Stream {
-                                path: path.clone(),
-                                line: i + 1,
-                                message: e.to_string(),
-                            });
-                            continue;
-                        }
-                    };
-                    let mut params = scene.parameters.clone();
-                    if let Some(names) = entry.params {
-                        params.names = names;
-                    }
-                    let stem = Path::new(path)
-                        .file_stem()
-                        .map_or_else(String::new, |s| s.to_string_lossy().into_owned());
-                    let pushed = push(
-                        format!("{stem}:{}", i + 1),
-                        entry.src,
-                        &params,
-                        scene_data.clone(),
-                    );
-                    // A line whose names clash is skipped like any malformed line.
-                    if let Err(PopulationError::Names { message, .. }) = pushed {
-                        bad += 1;
-                        if bad <= LINE_WARNINGS {
-                            warnings.push(format!("{path}, line {}: skipped: {message}", i + 1));
-                        }
-                        first_error.get_or_insert(PopulationError::Stream {
-                            path: path.clone(),
-                            line: i + 1,
-                            message,
+                            let name = format!("{stem}:{}", i + 1);
+                            // A line whose names clash is skipped like any malformed line.
+                            push(name, entry.src, &params, scene_data.clone()).map_err(
+                                |e| match e {
+                                    PopulationError::Names { message, .. } => message,
+                                    other => other.to_string(),
+                                },
+                            )
                         });
+                    let Err(message) = read else {
+                        good += 1;
                         continue;
+                    };
+                    bad += 1;
+                    if bad <= LINE_WARNINGS {
+                        warnings.push(format!("{path}, line {}: skipped: {message}", i + 1));
                     }
-                    good += 1;
+                    first_error.get_or_insert(PopulationError::Stream {
+                        path: path.clone(),
+                        line: i + 1,
+                        message,
+                    });
                 }
                 if let (0, Some(e)) = (good, first_error) {
                     return Err(e);

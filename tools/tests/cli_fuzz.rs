@@ -200,35 +200,26 @@ fn mutated_scenes_bindings_data_and_flags_end_cleanly() {
         write("b.json", BINDINGS);
         write("p.scm", PROGRAM);
         let kind = rng.random_range(0..4);
+        let strings = |xs: &[&str]| xs.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+        let run_args = ["run", "p.scm", "--bindings", "b.json", "--grad"];
         let mut args: Vec<String> = match kind {
             0 => {
                 write("scene.ron", &mutate(SCENE, &mut rng));
-                vec!["fit".into(), "scene.ron".into()]
+                strings(&["fit", "scene.ron"])
             }
             1 => {
                 write("data.csv", &mutate(CSV, &mut rng));
-                vec!["fit".into(), "scene.ron".into(), "--json".into()]
+                strings(&["fit", "scene.ron", "--json"])
             }
             2 => {
                 write("b.json", &mutate(BINDINGS, &mut rng));
-                vec![
-                    "run".into(),
-                    "p.scm".into(),
-                    "--bindings".into(),
-                    "b.json".into(),
-                    "--grad".into(),
-                ]
+                strings(&run_args)
             }
             _ => {
                 write("p.scm", &mutate(PROGRAM, &mut rng));
-                vec![
-                    "run".into(),
-                    "p.scm".into(),
-                    "--bindings".into(),
-                    "b.json".into(),
-                    "--grad".into(),
-                    "--json".into(),
-                ]
+                let mut a = strings(&run_args);
+                a.push("--json".into());
+                a
             }
         };
         // Now and then an extreme flag value.

@@ -190,28 +190,22 @@ fn gather<'a>(
 }
 
 /// `∂loss/∂param` per restart (parameter-major): each lane's gradient times its loss weight,
-/// summed over the restart's lanes in lane order by [`crate::loss::lane_sum`]. A lane of
+/// summed over the restart's lanes in lane order by [`crate::loss::weighted_lane_sum`]. A lane of
 /// weight zero (a held-out point) contributes exactly zero, even with a non-finite gradient.
 fn reduce(spec: &FitSpec, per_lane: &[f64], weights: &[f64]) -> Vec<f64> {
     let (restarts, points, lanes) = (spec.restarts, spec.points(), spec.lanes());
     let params = spec.params.len();
     let mut grads = vec![0.0; params * restarts];
-    let mut terms = vec![0.0; points];
     if per_lane.len() != params * lanes || weights.len() != lanes {
         return grads;
     }
     for p in 0..params {
         for r in 0..restarts {
-            let base = r * points;
-            for (k, t) in terms.iter_mut().enumerate() {
-                let w = weights[base + k];
-                *t = if w != 0.0 {
-                    w * per_lane[p * lanes + base + k]
-                } else {
-                    0.0
-                };
-            }
-            grads[p * restarts + r] = crate::loss::lane_sum(&terms);
+            let lanes_of_r = r * points..(r + 1) * points;
+            grads[p * restarts + r] = crate::loss::weighted_lane_sum(
+                &weights[lanes_of_r.clone()],
+                &per_lane[p * lanes..(p + 1) * lanes][lanes_of_r],
+            );
         }
     }
     grads
