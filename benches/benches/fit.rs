@@ -6,12 +6,19 @@
 //! - `population/tiny512`: 512 one-lane scalar candidates, 50 steps: what the ECS costs when
 //!   the numeric work is tiny (target: the `ecs` share of `ndvm profile` under 10%).
 //!
-//! Before timing, each workload's per-stage profile is printed once (standard error).
+//! - `population/cosearch`: `scenes/cosearch.scene.ron` (247 proposed laws × 8 restarts × 45
+//!   training points, 200 Adam steps) at 1 and 2 threads (target of the speed issue: ≥ 1.9×).
+//!
+//! Before timing, each workload's per-stage profile is printed once (standard error). Like
+//! `ndvm`, these fits run on mimalloc.
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use ndvm_components::scene::Scene;
 use ndvm_systems::prelude::*;
 use std::path::PathBuf;
+
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn scenes() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../scenes")
@@ -83,9 +90,14 @@ fn fit(scene: &Scene, (threads, walk_every_step): (usize, bool)) -> Fit {
 }
 
 fn population(c: &mut Criterion) {
+    let cosearch = Scene::from_ron(
+        &std::fs::read_to_string(scenes().join("cosearch.scene.ron")).expect("cosearch scene"),
+    )
+    .expect("cosearch scene");
     let workloads = [
         ("kalman64x16", kalman_population()),
         ("tiny512", tiny_population()),
+        ("cosearch", cosearch),
     ];
     let label = |name: &str, walk: bool| {
         if walk {
@@ -94,8 +106,14 @@ fn population(c: &mut Criterion) {
             name.to_string()
         }
     };
+    // Walking every step is timed for the Kalman and tiny populations only.
+    let runs = |name: &str| -> Vec<(usize, bool)> {
+        RUNS.into_iter()
+            .filter(|r| !(r.1 && name == "cosearch"))
+            .collect()
+    };
     for (name, scene) in &workloads {
-        for run in RUNS {
+        for run in runs(name) {
             let mut f = fit(scene, run);
             f.run(|_| {});
             eprintln!(
@@ -109,7 +127,7 @@ fn population(c: &mut Criterion) {
     let mut group = c.benchmark_group("population");
     group.sample_size(10);
     for (name, scene) in &workloads {
-        for run in RUNS {
+        for run in runs(name) {
             group.bench_function(BenchmarkId::new(label(name, run.1), run.0), |b| {
                 b.iter(|| fit(scene, run).run(|_| {}))
             });

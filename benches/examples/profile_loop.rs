@@ -1,7 +1,8 @@
 //! Runs one benchmark workload in a loop, for profilers:
-//! `profile_loop NAME LANES ITERS [grad|replay]` (NAME is a scalar workload or `kalman80`;
+//! `profile_loop NAME LANES ITERS [grad|replay|decode]` (NAME is a scalar workload or `kalman80`;
 //! `grad` walks and differentiates every iteration, `replay` replays the first walk's tape and
-//! differentiates — one calibration step of each kind).
+//! differentiates — one calibration step of each kind; `decode` reads, expands and decodes the
+//! source only).
 use ndvm_benches::{Kalman, SCALAR, replay_grad};
 use ndvm_engine::prelude::*;
 
@@ -25,6 +26,21 @@ fn main() {
         };
         (w.program(), w.bindings(lanes))
     };
+    if args.get(4).is_some_and(|s| s == "decode") {
+        // Read, expand and decode the program again and again (the first part of a new
+        // candidate's time to first gradient).
+        let src = program.source.to_string();
+        let names: Vec<String> = program.inputs.clone();
+        let names: Vec<&str> = names.iter().map(String::as_str).collect();
+        let t = std::time::Instant::now();
+        let mut nodes = 0;
+        for _ in 0..iters {
+            nodes += Program::new(&src, &names).map_or(0, |p| p.nodes.len());
+        }
+        let dt = t.elapsed().as_secs_f64() * 1e6 / iters as f64;
+        println!("{name} decode: {dt:.3} µs per program ({nodes} nodes)");
+        return;
+    }
     let mut vm = Vm::<f32>::default();
     let t = std::time::Instant::now();
     let mut acc = 0.0f32;

@@ -97,10 +97,20 @@ impl Kalman {
             "../../docs/examples/kalman2d.json"
         ))
         .unwrap_or_else(|e| panic!("kalman2d.json: {e}"));
-        let mut names: Vec<&str> = file.scalars.keys().map(String::as_str).collect();
-        names.extend(file.matrices.keys().map(String::as_str));
+        let names: Vec<&str> = (file.scalars.keys())
+            .chain(file.matrices.keys())
+            .map(String::as_str)
+            .collect();
         let program = Program::new(src, &names).unwrap_or_else(|e| panic!("kalman2d.scm: {e}"));
         Kalman { program, file }
+    }
+
+    /// The program's input names (its scalars, then its matrices), as `Program::new` takes them.
+    pub fn input_names(&self) -> Vec<&str> {
+        (self.file.scalars.keys())
+            .chain(self.file.matrices.keys())
+            .map(String::as_str)
+            .collect()
     }
 
     /// The observations shared; q and r per lane (each lane a different parameter vector).

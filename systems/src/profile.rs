@@ -139,6 +139,28 @@ impl Profile {
         s.total += timer.start.elapsed();
     }
 
+    /// Records a stage that also did `other`'s work for some of its items, spending
+    /// `(own, theirs)` on the two (summed over threads): its wall time is shared between the
+    /// two in that proportion (`other`'s calls are counted where it runs itself).
+    pub fn record_shared(
+        &mut self,
+        timer: StageTimer,
+        other: Stage,
+        (own, theirs): (Duration, Duration),
+    ) {
+        let wall = timer.start.elapsed();
+        let total = own + theirs;
+        let moved = if total.is_zero() {
+            Duration::ZERO
+        } else {
+            wall.mul_f64(theirs.as_secs_f64() / total.as_secs_f64())
+        };
+        let s = &mut self.stages[timer.stage as usize];
+        s.calls += 1;
+        s.total += wall - moved;
+        self.stages[other as usize].total += moved;
+    }
+
     pub fn stage(&self, stage: Stage) -> StageTime {
         self.stages[stage as usize]
     }
@@ -254,5 +276,35 @@ impl ProfileReport {
             c.guard_failures.comparison, c.guard_failures.index, c.rewalked_lanes, c.stale_tapes
         );
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A stage that did another's work gives it the share of its wall time that the work took,
+    /// and the two add up to the stage's wall time.
+    #[test]
+    fn shared_stage_time_is_split_by_the_work_done() {
+        let mut p = Profile::default();
+        let timer = StageTimer::start(Stage::Numeric);
+        std::thread::sleep(Duration::from_millis(20));
+        let before = Instant::now();
+        p.record_shared(
+            timer,
+            Stage::Backward,
+            (Duration::from_millis(30), Duration::from_millis(10)),
+        );
+        let (numeric, backward) = (p.stage(Stage::Numeric), p.stage(Stage::Backward));
+        let wall = (numeric.total + backward.total).as_secs_f64();
+        assert!(wall >= 0.020 && wall <= 0.020 + before.elapsed().as_secs_f64() + 0.5);
+        let share = backward.total.as_secs_f64() / wall;
+        assert!((share - 0.25).abs() < 1e-6, "{share}");
+        assert_eq!((numeric.calls, backward.calls), (1, 0));
+        // No work recorded: everything stays with the stage.
+        let timer = StageTimer::start(Stage::Walk);
+        p.record_shared(timer, Stage::Backward, (Duration::ZERO, Duration::ZERO));
+        assert_eq!(p.stage(Stage::Backward).total, backward.total);
     }
 }

@@ -89,3 +89,9 @@ fn main() -> ExitCode {
         }
     }
 }
+
+/// mimalloc instead of the system allocator: a fit allocates small per-step buffers on every
+/// thread, and a new candidate's read/expand/decode is mostly small allocations
+/// (docs/performance.md "Allocator").
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;

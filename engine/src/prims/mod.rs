@@ -71,11 +71,16 @@ impl Prim {
     /// The primitive a base-environment name denotes. `expt` is `pow` and `eqv?` is `eq?`: the
     /// same procedures under second names.
     pub fn from_name(name: &str) -> Option<Prim> {
-        match name {
-            "expt" => Some(Prim::Pow),
-            "eqv?" => Some(Prim::Eq),
-            _ => Prim::ALL.iter().copied().find(|p| p.name() == name),
-        }
+        /// Every name, built once: the decoder looks up each operator it meets.
+        static BY_NAME: std::sync::LazyLock<foldhash::HashMap<&'static str, Prim>> =
+            std::sync::LazyLock::new(|| {
+                let mut m: foldhash::HashMap<_, _> =
+                    Prim::ALL.iter().map(|&p| (p.name(), p)).collect();
+                m.insert("expt", Prim::Pow);
+                m.insert("eqv?", Prim::Eq);
+                m
+            });
+        BY_NAME.get(name).copied()
     }
 
     pub fn from_id(id: u32) -> Option<Prim> {

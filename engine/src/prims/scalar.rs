@@ -101,6 +101,14 @@ impl Op {
         self as u8 > Op::Select as u8
     }
 
+    /// Whether the op's lane kernel over a tensor has a vectorized variant that is not its
+    /// scalar formula (`exp`, `sin`, `cos`, `log`): a one-lane tensor node runs the kernel,
+    /// every other elementwise op its scalar formula (the same bits).
+    #[inline]
+    pub fn has_vector_kernel(self) -> bool {
+        matches!(self, Op::Exp | Op::Sin | Op::Cos | Op::Log)
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             Op::Sin => "sin",

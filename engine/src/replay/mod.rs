@@ -182,7 +182,7 @@ impl<R: Real> Vm<R> {
 fn one_lane_formula(n: &TapeNode) -> bool {
     match n.op {
         Op::Select | Op::Ext => false,
-        Op::Exp | Op::Sin | Op::Cos | Op::Log => n.aux == 0,
+        op if op.has_vector_kernel() => n.aux == 0,
         op => !op.is_linalg(),
     }
 }

@@ -85,7 +85,7 @@ pub fn expand(data: Data) -> Result<Expanded> {
         fresh: 0,
     };
     for (name, kw) in KEYWORDS.iter().zip(KW_LIST) {
-        let s = ex.out.data.symbols.intern(name);
+        let s = ex.out.data.symbols.intern_static(name);
         if ex.kw.len() <= s.0 as usize {
             ex.kw.resize(s.0 as usize + 1, None);
         }

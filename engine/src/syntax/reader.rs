@@ -114,7 +114,14 @@ pub fn read(src: &str) -> Result<Data> {
         return Err(Error::syntax("program text too large", Span::new(0, 0)));
     }
     let bytes = src.as_bytes();
+    // About one datum per four bytes of source, reserved instead of grown (up to 64 Ki: a
+    // large text grows as it reads).
+    let guess = (src.len() / 4).min(1 << 16);
     let mut data = Data::default();
+    data.items.reserve(guess);
+    data.kids.reserve(guess);
+    // The expander's keywords and a program's names.
+    data.symbols.reserve(32 + guess / 16);
     let mut stack: Vec<Open> = Vec::new();
     let mut pending: Vec<DatumId> = Vec::new();
     let mut depth = 0usize;
@@ -145,7 +152,7 @@ pub fn read(src: &str) -> Result<Data> {
                 let bracket = c == b'[';
                 let first = pending.len();
                 if bracket {
-                    let vec = data.symbols.intern("vec");
+                    let vec = data.symbols.intern_static("vec");
                     let id = data.push(DatumKind::Sym(vec), Span::new(at, at + 1));
                     pending.push(id);
                 }
@@ -236,7 +243,7 @@ pub fn read(src: &str) -> Result<Data> {
             let start = *start;
             stack.pop();
             depth -= 1;
-            let quote = data.symbols.intern("quote");
+            let quote = data.symbols.intern_static("quote");
             let q = data.push(DatumKind::Sym(quote), Span::new(start, start + 1));
             let kstart = data.kids.len() as u32;
             data.kids.extend([q, id]);
@@ -299,13 +306,13 @@ pub fn parse_number(tok: &str) -> Option<Literal> {
         _ => (false, tok),
     };
     let signed = body.len() != tok.len();
-    let lower = body.to_ascii_lowercase();
-    let special = match lower.as_str() {
-        "inf" | "infinity" => Some(f64::INFINITY),
-        "nan" => Some(f64::NAN),
-        "inf.0" if signed => Some(f64::INFINITY),
-        "nan.0" if signed => Some(f64::NAN),
-        _ => None,
+    let is = |word: &str| body.eq_ignore_ascii_case(word);
+    let special = if is("inf") || is("infinity") || (signed && is("inf.0")) {
+        Some(f64::INFINITY)
+    } else if is("nan") || (signed && is("nan.0")) {
+        Some(f64::NAN)
+    } else {
+        None
     };
     if let Some(v) = special {
         let v = if neg { -v } else { v };

@@ -25,10 +25,12 @@ impl<R: Real> Vm<R> {
                 prim, len, tail, ..
             } => {
                 let base = self.vals.len() - len as usize;
-                // The common case: two numbers through + - * /.
+                // The common case: two numbers or tensors through + - * / (what `arithmetic`
+                // does for two operands, without the general dispatch).
                 if len == 2 && matches!(prim, Prim::Add | Prim::Sub | Prim::Mul | Prim::Div) {
                     let (x, y) = (self.vals[base], self.vals[base + 1]);
-                    if x.is_number() && y.is_number() {
+                    let numeric = |v: Value| v.is_number() || v.is_tensor();
+                    if numeric(x) && numeric(y) {
                         let op = match prim {
                             Prim::Add => Op::Add0,
                             Prim::Sub => Op::Sub,
@@ -36,7 +38,12 @@ impl<R: Real> Vm<R> {
                             _ => Op::Div,
                         };
                         self.vals.truncate(base);
-                        return Ok(Next::Return(self.num2(program, node, op, x, y)?));
+                        let v = if x.is_number() && y.is_number() {
+                            self.num2(program, node, op, x, y)?
+                        } else {
+                            self.binary(program, node, op, x, y)?
+                        };
+                        return Ok(Next::Return(v));
                     }
                 }
                 self.apply_prim(program, node, prim, base, base, tail)

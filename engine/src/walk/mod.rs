@@ -329,7 +329,7 @@ impl<R: Real> Vm<R> {
     }
 
     /// Evaluates a form that needs no continuation (a literal or a variable), if `n` is one.
-    #[inline]
+    #[inline(always)]
     fn simple(&mut self, program: &Program, n: NodeId) -> Option<Result<Value>> {
         let v = match program.node(n) {
             Node::Num(l) => Value::constant(R::from_literal(l)),
@@ -357,7 +357,7 @@ impl<R: Real> Vm<R> {
         Some(Ok(v))
     }
 
-    #[inline]
+    #[inline(always)]
     fn read_var(
         &self,
         program: &Program,
@@ -366,23 +366,35 @@ impl<R: Real> Vm<R> {
         name: crate::syntax::symbols::Sym,
     ) -> Result<Value> {
         if v.tag == tag::UNBOUND {
-            return Err(self.error(
-                program,
-                n,
-                ErrorKind::Unbound,
-                format!("`{}` used before its definition", program.symbol_name(name)),
-            ));
+            return Err(self.unbound(program, n, name));
         }
         Ok(v)
     }
 
-    #[inline]
+    #[cold]
+    #[inline(never)]
+    fn unbound(&self, program: &Program, n: NodeId, name: crate::syntax::symbols::Sym) -> Error {
+        self.error(
+            program,
+            n,
+            ErrorKind::Unbound,
+            format!("`{}` used before its definition", program.symbol_name(name)),
+        )
+    }
+
+    #[inline(always)]
     fn step(&mut self, program: &Program, n: NodeId) -> Result<()> {
         self.steps += 1;
         if self.steps > self.limits.eval_steps {
-            return Err(self.limit(program, n, "eval steps", self.limits.eval_steps));
+            return Err(self.steps_exceeded(program, n));
         }
         Ok(())
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn steps_exceeded(&self, program: &Program, n: NodeId) -> Error {
+        self.limit(program, n, "eval steps", self.limits.eval_steps)
     }
 
     fn push(&mut self, k: Kont) {

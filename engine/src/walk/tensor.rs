@@ -244,16 +244,32 @@ impl<R: Real> Vm<R> {
         y: Option<Operand<R>>,
         n: u32,
     ) -> Result<()> {
-        let layout = self.lane_sets.layout(self.active);
         let p = &mut self.payload;
-        run_elementwise(
-            &mut p.primal,
-            p.lanes,
-            (op, out, n),
-            (x, y),
-            layout,
-            &mut self.gather,
-        );
+        if p.lanes == 1 && self.active == crate::lanes::ALL && !op.has_vector_kernel() {
+            // One lane: the op's scalar formula per element, as the replay runs it (same bits
+            // as the lane kernel).
+            let x_at = |v: &[R], o: Operand<R>, e: u32| match o {
+                Operand::Const(c) => c,
+                Operand::Slots(s) => v[(s + e) as usize],
+            };
+            for e in 0..n {
+                let a = x_at(&p.primal, x, e);
+                p.primal[(out + e) as usize] = match y {
+                    None => op.eval1(a),
+                    Some(y) => op.eval2(a, x_at(&p.primal, y, e)),
+                };
+            }
+        } else {
+            let layout = self.lane_sets.layout(self.active);
+            run_elementwise(
+                &mut p.primal,
+                p.lanes,
+                (op, out, n),
+                (x, y),
+                layout,
+                &mut self.gather,
+            );
+        }
         let (form, a, c) = match y {
             None => (Form::Unary, x.value().slot, 0),
             Some(y) => self.tape_operands(x.value(), y.value()),

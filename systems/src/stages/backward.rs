@@ -1,7 +1,8 @@
 //! Backward: the reverse pass of every walked group, scaled by each lane's loss weight.
 //!
 //! The engine replays the group's tape in reverse over its lanes (seeded with 1 per lane) —
-//! the tape this step's walk recorded or the numeric stage replayed — leaving each lane's
+//! the tape this step's walk recorded (a replayed group's pass runs in the numeric stage, right
+//! after its replay: [`differentiate`]) — leaving each lane's
 //! `∂out/∂param` in the group's outputs. The optimize stage weighs them by each lane's
 //! `∂loss/∂out` (and Levenberg–Marquardt reads them as they are: the Jacobian). Groups run in
 //! parallel; each is sequential.
@@ -30,40 +31,51 @@ pub fn backward<R: Real>(
         .collect();
     let candidates = &candidates;
     todo.par_iter_mut().for_each(|(group, machine, out)| {
-        let Ok((spec, _)) = candidates.get(group.candidate) else {
-            return;
-        };
-        let Some(result) = machine.result.take() else {
-            return;
-        };
-        machine.vm.backward(result);
-        let n = group.lanes.len();
-        out.grads.clear();
-        out.grads.resize(spec.params.len() * n, 0.0);
-        let whole = machine.is_whole(&group.lanes);
-        let cols = if whole {
-            Vec::new()
-        } else {
-            machine.columns(&group.lanes)
-        };
-        // The parameters are the program's first inputs, in order (`FitSpec::input_names`).
-        for p in 0..spec.params.len() {
-            let g = machine.vm.grad(p);
-            if g.is_empty() {
-                continue;
-            }
-            let row = &mut out.grads[p * n..(p + 1) * n];
-            if whole {
-                for (o, &g) in row.iter_mut().zip(g) {
-                    *o = g.to_f64();
-                }
-            } else {
-                for (o, &c) in row.iter_mut().zip(&cols) {
-                    *o = g[c].to_f64();
-                }
-            }
+        if let Ok((spec, _)) = candidates.get(group.candidate) {
+            differentiate(group, machine, out, spec);
         }
     });
     profile.counters.backward_passes += todo.len() as u64;
     profile.record(timer);
+}
+
+/// The backward pass of one group whose result is pending: each lane's raw `∂out/∂param` into
+/// `out.grads` (parameter-major). The numeric stage calls it right after a replay, while the
+/// replayed values are still in cache; this stage, for the groups walked this step.
+pub(crate) fn differentiate<R: Real>(
+    group: &LaneGroup,
+    machine: &mut Machine<R>,
+    out: &mut GroupOutputs,
+    spec: &FitSpec,
+) {
+    let Some(result) = machine.result.take() else {
+        return;
+    };
+    machine.vm.backward(result);
+    let n = group.lanes.len();
+    out.grads.clear();
+    out.grads.resize(spec.params.len() * n, 0.0);
+    let whole = machine.is_whole(&group.lanes);
+    let cols = if whole {
+        Vec::new()
+    } else {
+        machine.columns(&group.lanes)
+    };
+    // The parameters are the program's first inputs, in order (`FitSpec::input_names`).
+    for p in 0..spec.params.len() {
+        let g = machine.vm.grad(p);
+        if g.is_empty() {
+            continue;
+        }
+        let row = &mut out.grads[p * n..(p + 1) * n];
+        if whole {
+            for (o, &g) in row.iter_mut().zip(g) {
+                *o = g.to_f64();
+            }
+        } else {
+            for (o, &c) in row.iter_mut().zip(&cols) {
+                *o = g[c].to_f64();
+            }
+        }
+    }
 }

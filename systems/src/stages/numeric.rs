@@ -15,6 +15,9 @@
 //! input's structure changed) or when a group has lost more than half of the lanes its tape was
 //! walked for, the group walks again as a whole.
 //!
+//! A replayed group's backward pass follows its replay in the same parallel task (its values
+//! are still in cache); the backward stage differentiates the groups walked this step.
+//!
 //! This stage runs before the walk (the architecture's diagram lists the walk first: the two
 //! are one step's two ways of evaluating a group, and the walk must see the lanes this stage
 //! sends back). `walk_every_step` ([`FitSettings`]) turns replay off. Groups replay in
@@ -25,6 +28,7 @@
 use crate::machine::Machine;
 use crate::profile::{Profile, Stage, StageTimer};
 use crate::resources::FitSettings;
+use crate::stages::backward::differentiate;
 use crate::stages::walk::update_params;
 use bevy_ecs::prelude::*;
 use ndvm_components::prelude::*;
@@ -32,6 +36,7 @@ use ndvm_engine::tape::GuardKind;
 use ndvm_engine::value::Value;
 use ndvm_engine::{Real, Replay};
 use rayon::prelude::*;
+use std::time::{Duration, Instant};
 
 type Replaying<'a, R> = (
     &'a mut LaneGroup,
@@ -55,6 +60,8 @@ enum Outcome {
     Replayed {
         failures: Vec<(GuardKind, u32)>,
         split: Vec<usize>,
+        /// The time of the replay and of the backward pass that followed it.
+        backward: (Duration, Duration),
     },
 }
 
@@ -84,13 +91,27 @@ pub fn numeric<R: Real>(
             if walk_every_step || !machine.vm.can_replay() {
                 return Outcome::Walk;
             }
-            let outcome = replay_group(group, machine, out, spec, values, &compiled.0);
-            if matches!(outcome, Outcome::Replayed { .. }) {
+            let start = Instant::now();
+            let mut outcome = replay_group(group, machine, out, spec, values, &compiled.0);
+            if let Outcome::Replayed { backward, .. } = &mut outcome {
                 **route = Route::Replay;
+                let replayed = start.elapsed();
+                differentiate(group, machine, out, spec);
+                *backward = (replayed, start.elapsed() - replayed);
             }
             outcome
         })
         .collect();
+    // Each replayed group's backward pass ran here, right after its replay (its values still in
+    // cache, one parallel pass instead of two): the stage's time is shared between the two
+    // stages in proportion to what the groups spent on each.
+    let (mut replay_time, mut backward_time) = (Duration::ZERO, Duration::ZERO);
+    for o in &outcomes {
+        if let Outcome::Replayed { backward, .. } = o {
+            replay_time += backward.0;
+            backward_time += backward.1;
+        }
+    }
     let c = &mut profile.counters;
     for ((group, ..), outcome) in todo.iter().zip(outcomes) {
         let failures = match outcome {
@@ -104,8 +125,11 @@ pub fn numeric<R: Real>(
                 c.rewalked_lanes += failed as u64;
                 failures
             }
-            Outcome::Replayed { failures, split } => {
+            Outcome::Replayed {
+                failures, split, ..
+            } => {
                 c.replays += 1;
+                c.backward_passes += 1;
                 c.replayed_lanes += group.lanes.len() as u64;
                 if !split.is_empty() {
                     c.rewalked_lanes += split.len() as u64;
@@ -136,7 +160,7 @@ pub fn numeric<R: Real>(
             }
         }
     }
-    profile.record(timer);
+    profile.record_shared(timer, Stage::Backward, (replay_time, backward_time));
 }
 
 /// Replays one group's tape with its candidate's current parameters.
@@ -201,6 +225,7 @@ fn replay_group<R: Real>(
     Outcome::Replayed {
         failures,
         split: failed,
+        backward: Default::default(),
     }
 }
 
