@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
 """Hand-written JAX beside ndvm: the 80-step 2-D Kalman negative log-likelihood of
 docs/examples/kalman2d.scm in f32, in two forms: a `lax.scan` and a Python loop that `jit`
-unrolls (slower to compile, faster to run).
+unrolls (much slower to compile).
 
-Prints, as JSON: the time to import jax and, for each form, the first call of jit(value_and_grad) (trace, compile,
-run: JAX's "time to first gradient" for a new model), the steady per-call time at B = 1 and, with
-vmap, per lane at B = 256, and the values (checked against the oracle of the example: 831.22,
-dL/dq = -3458.7, dL/dr = -7529.3).
+Prints, as JSON: the time to import jax and, for each form, the first call of
+jit(value_and_grad) (trace, compile, run: JAX's "time to first gradient" for a new model), the
+steady per-call time at B = 1 and, with vmap, per lane at B = 256, and the values, to compare
+with the example's oracle (831.22, dL/dq = -3458.7, dL/dr = -7529.3).
 
 usage: python3 benches/peers/jax_kalman.py  (needs `pip install jax`; see benches/peers/README.md)
 """

@@ -19,7 +19,8 @@ use ndvm_engine::{Real, Vm};
 #[derive(Component, Debug)]
 pub struct Machine<R: Real> {
     pub vm: Vm<R>,
-    /// The result of this step's walk or replay, until the backward stage takes it.
+    /// The result of this step's walk or replay, until its backward pass takes it (right after
+    /// a replay, in the numeric stage; in the backward stage after a walk).
     pub result: Option<Value>,
     /// The candidate lanes the evaluator's lanes stand for, in order (those of its last walk).
     pub walked: Vec<usize>,

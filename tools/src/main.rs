@@ -90,8 +90,8 @@ fn main() -> ExitCode {
     }
 }
 
-/// mimalloc instead of the system allocator: a fit allocates small per-step buffers on every
-/// thread, and a new candidate's read/expand/decode is mostly small allocations
-/// (docs/performance.md "Allocator").
+/// mimalloc (v2, transparent huge pages off) instead of the system allocator: a fit allocates
+/// small per-step buffers on every thread, and a new candidate's read/expand/decode is mostly
+/// small allocations (docs/performance.md, "Both cores").
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;

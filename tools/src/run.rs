@@ -100,12 +100,17 @@ impl RunArgs {
                 .map_err(|e| Failure::Usage(format!("{path}: {e}")))?;
             file.apply(&mut b);
         }
+        // A flag overrides the file; a name given twice on the command line is a mistake
+        // (which one was meant?), not a silent "the last one wins".
+        let mut given: Vec<(&str, &str)> = Vec::new();
         for kv in &self.binds {
             let (name, v) = split_binding(kv, "--bind")?;
+            once(name, kv, &mut given)?;
             b.scalar(name, R::from_f64(parse_number(v, kv)?));
         }
         for kv in &self.lanes {
             let (name, vs) = split_binding(kv, "--lane")?;
+            once(name, kv, &mut given)?;
             let xs = vs
                 .split(',')
                 .map(|v| parse_number(v.trim(), kv).map(R::from_f64))
@@ -116,6 +121,21 @@ impl RunArgs {
             .map_err(|e| Failure::Usage(e.message.clone()))?;
         Ok(b)
     }
+}
+
+/// Records that the flag `kv` binds `name`; an error if an earlier flag bound it already.
+fn once<'a>(
+    name: &'a str,
+    kv: &'a str,
+    given: &mut Vec<(&'a str, &'a str)>,
+) -> Result<(), Failure> {
+    if let Some((_, first)) = given.iter().find(|(n, _)| *n == name) {
+        return Err(Failure::Usage(format!(
+            "`{name}` is bound twice on the command line: `{first}` and `{kv}`"
+        )));
+    }
+    given.push((name, kv));
+    Ok(())
 }
 
 fn split_binding<'a>(kv: &'a str, flag: &str) -> Result<(&'a str, &'a str), Failure> {

@@ -472,3 +472,32 @@ fn a_full_standard_error_loses_the_message_not_the_status() {
         .expect("runs");
     assert_eq!(out.status.code(), Some(1));
 }
+
+/// A name bound twice on the command line is refused (which value was meant?); a flag still
+/// overrides the bindings file, as documented.
+#[test]
+fn a_name_bound_twice_on_the_command_line_is_refused() {
+    let prog = file("twice.scm", "(* q 2)");
+    for flags in [
+        ["--bind", "q=1", "--bind", "q=2"],
+        ["--bind", "q=1", "--lane", "q=1,2"],
+        ["--lane", "q=1,2", "--lane", "q=3,4"],
+    ] {
+        let mut args = vec!["run", prog.as_str()];
+        args.extend(flags);
+        fails_with(&args, 2, "`q` is bound twice on the command line");
+    }
+    let json = file("twice.json", r#"{"scalars": {"q": 5.0}}"#);
+    let out = ndvm(&[
+        "run",
+        &prog,
+        "--bindings",
+        &json,
+        "--bind",
+        "q=1.5",
+        "--json",
+    ]);
+    assert_eq!(out.status.code(), Some(0));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(v["result"], serde_json::json!([3.0]), "{v}");
+}

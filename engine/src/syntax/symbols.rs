@@ -1,9 +1,10 @@
 //! Symbol interning: names become small integers once, at read time.
 //!
-//! Symbols are numbered in order of first appearance. Each name is stored once; the index is a
-//! hash table of symbol numbers keyed by their names (foldhash, seeded per process, so a program
-//! cannot pick names that collide; nothing depends on the seed). Names the expander knows —
-//! keywords, `quote`, `vec` — are borrowed, not copied: interning them allocates nothing.
+//! Symbols are numbered in order of first appearance, so nothing depends on the hash. Each name
+//! is stored once; the index is a hash table of symbol numbers keyed by their names (foldhash,
+//! seeded per process, so colliding names cannot be prepared in advance; foldhash does not claim
+//! full HashDoS resistance, and the program size limit bounds the rest). Names the expander
+//! knows — keywords, `quote`, `vec` — are borrowed, not copied: interning them allocates nothing.
 
 use foldhash::fast::RandomState;
 use hashbrown::HashTable;

@@ -5,7 +5,7 @@
 //! and the guards (every decision the walk took on numbers). The engine's [`Vm::replay`]
 //! writes the new parameters into their input slots, reruns the nodes through the same kernels
 //! and re-checks the guards. Where every guard holds, the outputs equal a fresh walk's bit for
-//! bit and the backward stage runs on the replayed tape as it would on a new one.
+//! bit and the backward pass runs on the replayed tape as it would on a new one.
 //!
 //! A guard that fails names the lanes that would now take another path. Those lanes — exactly
 //! those — leave the group: they become a new group that the walk stage walks this step (and
@@ -16,7 +16,9 @@
 //! walked for, the group walks again as a whole.
 //!
 //! A replayed group's backward pass follows its replay in the same parallel task (its values
-//! are still in cache); the backward stage differentiates the groups walked this step.
+//! are still in cache); the backward stage differentiates the groups walked this step. (A
+//! candidate that the merge-masks stage then stops — a walk error in another of its groups —
+//! has had its replayed groups differentiated for nothing; they count in `backward_passes`.)
 //!
 //! This stage runs before the walk (the architecture's diagram lists the walk first: the two
 //! are one step's two ways of evaluating a group, and the walk must see the lanes this stage
@@ -60,8 +62,6 @@ enum Outcome {
     Replayed {
         failures: Vec<(GuardKind, u32)>,
         split: Vec<usize>,
-        /// The time of the replay and of the backward pass that followed it.
-        backward: (Duration, Duration),
     },
 }
 
@@ -81,39 +81,35 @@ pub fn numeric<R: Real>(
     let mut todo: Vec<_> = groups.iter_mut().filter(|(g, ..)| active(g)).collect();
     let walk_every_step = settings.walk_every_step;
     let cands = &candidates;
-    let outcomes: Vec<Outcome> = todo
+    // Each group: what happened, and the time its replay and its backward pass took.
+    let outcomes: Vec<(Outcome, [Duration; 2])> = todo
         .par_iter_mut()
         .map(|(group, route, machine, out)| {
             **route = Route::Walk;
             let Ok((spec, values, compiled, ..)) = cands.get(group.candidate) else {
-                return Outcome::Walk;
+                return (Outcome::Walk, [Duration::ZERO; 2]);
             };
             if walk_every_step || !machine.vm.can_replay() {
-                return Outcome::Walk;
+                return (Outcome::Walk, [Duration::ZERO; 2]);
             }
             let start = Instant::now();
-            let mut outcome = replay_group(group, machine, out, spec, values, &compiled.0);
-            if let Outcome::Replayed { backward, .. } = &mut outcome {
+            let outcome = replay_group(group, machine, out, spec, values, &compiled.0);
+            let replayed = start.elapsed();
+            if matches!(outcome, Outcome::Replayed { .. }) {
                 **route = Route::Replay;
-                let replayed = start.elapsed();
                 differentiate(group, machine, out, spec);
-                *backward = (replayed, start.elapsed() - replayed);
             }
-            outcome
+            (outcome, [replayed, start.elapsed() - replayed])
         })
         .collect();
     // Each replayed group's backward pass ran here, right after its replay (its values still in
     // cache, one parallel pass instead of two): the stage's time is shared between the two
     // stages in proportion to what the groups spent on each.
-    let (mut replay_time, mut backward_time) = (Duration::ZERO, Duration::ZERO);
-    for o in &outcomes {
-        if let Outcome::Replayed { backward, .. } = o {
-            replay_time += backward.0;
-            backward_time += backward.1;
-        }
-    }
+    let [replay_time, backward_time] = outcomes
+        .iter()
+        .fold([Duration::ZERO; 2], |[r, b], o| [r + o.1[0], b + o.1[1]]);
     let c = &mut profile.counters;
-    for ((group, ..), outcome) in todo.iter().zip(outcomes) {
+    for ((group, ..), (outcome, _)) in todo.iter().zip(outcomes) {
         let failures = match outcome {
             Outcome::Walk => continue,
             Outcome::Rewalk {
@@ -125,9 +121,7 @@ pub fn numeric<R: Real>(
                 c.rewalked_lanes += failed as u64;
                 failures
             }
-            Outcome::Replayed {
-                failures, split, ..
-            } => {
+            Outcome::Replayed { failures, split } => {
                 c.replays += 1;
                 c.backward_passes += 1;
                 c.replayed_lanes += group.lanes.len() as u64;
@@ -225,7 +219,6 @@ fn replay_group<R: Real>(
     Outcome::Replayed {
         failures,
         split: failed,
-        backward: Default::default(),
     }
 }
 
