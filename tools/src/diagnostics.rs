@@ -20,6 +20,9 @@ struct ProgramDiagnostic {
 /// Lines longer than this (in bytes) are not excerpted.
 const LONGEST_SHOWN_LINE: usize = 4096;
 
+/// The most lines of one form an excerpt prints.
+const MOST_SHOWN_LINES: usize = 24;
+
 /// `error: type error at prog.scm:1:1: …` followed by the source excerpt.
 pub fn render(err: &Error, name: &str, src: &str) -> String {
     let (line, col) = err.span.map_or((0, 0), |s| s.line_col(src));
@@ -33,15 +36,37 @@ pub fn render(err: &Error, name: &str, src: &str) -> String {
     let Some(span) = err.span else { return head };
     // The excerpt renderer cannot place columns past 65,535 (and nobody reads such a line):
     // long lines get the location alone.
-    let line_len = src.lines().nth(line.saturating_sub(1)).map_or(0, str::len);
-    if line_len > LONGEST_SHOWN_LINE {
-        return format!(
-            "{head}
-(line {line} is {line_len} bytes long: not shown)"
-        );
-    }
     let start = (span.start as usize).min(src.len());
     let end = (span.end as usize).clamp(start, src.len());
+    // The lines the excerpt would print: those the span covers, and one either side.
+    let mut last = line + src[start..end].matches('\n').count();
+    // A form over many lines is pointed at by its first line (the excerpt would print them all).
+    let mut end = end;
+    let mut spans_lines = String::new();
+    if last - line >= MOST_SHOWN_LINES {
+        spans_lines = format!("\n(the form spans lines {line}–{last}: its first line is shown)");
+        end = src[start..].find('\n').map_or(src.len(), |i| start + i);
+        last = line;
+    }
+    let mut context = 1;
+    // One pass over those lines (1-based numbers), from the one before the span to the one after
+    // (a per-line lookup would rescan the text for every line a long span covers).
+    let around = src.lines().enumerate().map(|(i, l)| (i + 1, l.len()));
+    for (l, len) in around
+        .skip(line.saturating_sub(2))
+        .take_while(|&(l, _)| l <= last + 1)
+    {
+        if len <= LONGEST_SHOWN_LINE {
+            continue;
+        }
+        if (line..=last).contains(&l) {
+            return format!(
+                "{head}
+(line {l} is {len} bytes long: not shown)"
+            );
+        }
+        context = 0; // a neighbour too long to print: the span's own lines only
+    }
     let diag = ProgramDiagnostic {
         kind: err.kind.to_string(),
         message: err.message.clone(),
@@ -54,12 +79,13 @@ pub fn render(err: &Error, name: &str, src: &str) -> String {
             .map(|l| format!("raised with {} lanes active", l.len())),
     };
     let mut out = String::new();
-    let handler =
-        GraphicalReportHandler::new_themed(GraphicalTheme::unicode_nocolor()).with_width(100);
+    let handler = GraphicalReportHandler::new_themed(GraphicalTheme::unicode_nocolor())
+        .with_width(100)
+        .with_context_lines(context);
     if handler.render_report(&mut out, &diag).is_err() {
         return head;
     }
-    format!("{head}\n{out}")
+    format!("{head}\n{out}{spans_lines}")
 }
 
 /// `{"kind", "message", "line", "column"}`.

@@ -501,3 +501,21 @@ fn a_name_bound_twice_on_the_command_line_is_refused() {
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
     assert_eq!(v["result"], serde_json::json!([3.0]), "{v}");
 }
+
+/// An excerpt never prints a line over 4 KiB, nor a form's thousands of lines: a long
+/// neighbouring line is left out of the context, and a form over many lines is shown by its
+/// first line, with the range it spans.
+#[test]
+fn excerpts_stay_short_beside_long_lines_and_long_forms() {
+    let long = "x".repeat(100_000);
+    let beside = file("beside.scm", &format!(";{long}\n(car 1)\n;{long}\n"));
+    let err = fails_with(&["run", &beside], 1, "beside.scm:2:1");
+    assert!(err.contains(" 2 │ (car 1)") && err.len() < 2_000, "{err}");
+    let tall = file("tall.scm", &format!("(car\n{})\n", " 1\n".repeat(300_000)));
+    let err = fails_with(&["run", &tall], 1, "(the form spans lines 1–300002");
+    assert!(err.contains(" 1 │ (car") && err.len() < 2_000, "{err}");
+    // A short program keeps its context lines.
+    let short = file("short.scm", "(+ 1 2)\n(car 1)\n(+ 3 4)\n");
+    let err = fails_with(&["run", &short], 1, " 1 │ (+ 1 2)");
+    assert!(err.contains(" 3 │ (+ 3 4)"), "{err}");
+}
