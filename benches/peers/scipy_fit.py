@@ -103,15 +103,21 @@ def run_ndvm(ndvm, scene_name, one_restart):
     return text, results, rows
 
 
+def fitted(text, results, rows):
+    """Each candidate with ndvm's result, its data rows, the training mask and the law compiled
+    to numpy: (name, parameter names, init, result, rows, train, f)."""
+    for (name, src, names, init), c in zip(candidates(text), results["candidates"]):
+        d = rows[c["index"]]
+        f = eval("lambda v: " + compile_expr(parse(src)), {"np": np})
+        yield name, names, init, c, d, d["held_out"] == 0, f
+
+
 def compare_least_squares(ndvm):
     text, results, rows = run_ndvm(ndvm, "feynman.scene.ron", one_restart=True)
     print("| law | ndvm loss | scipy loss | max rel. diff of constants | ndvm evaluations | scipy evaluations |")
     print("|---|---:|---:|---:|---:|---:|")
-    for (name, src, names, init), c in zip(candidates(text), results["candidates"]):
-        d = rows[c["index"]]
-        train = d["held_out"] == 0
+    for name, names, init, c, d, train, f in fitted(text, results, rows):
         inputs = [k for k in d if k not in ("target", "prediction", "residual", "held_out")]
-        f = eval("lambda v: " + compile_expr(parse(src)), {"np": np})
 
         def residuals(p):
             v = {k: d[k][train] for k in inputs}
@@ -133,10 +139,7 @@ def compare_curve_fit(ndvm):
     text, results, rows = run_ndvm(ndvm, "decay_csv.scene.ron", one_restart=False)
     print("| law | constant | ndvm value ± error | curve_fit value ± error | rel. diff of errors |")
     print("|---|---|---|---|---:|")
-    for (name, src, names, init), c in zip(candidates(text), results["candidates"]):
-        d = rows[c["index"]]
-        train = d["held_out"] == 0
-        f = eval("lambda v: " + compile_expr(parse(src)), {"np": np})
+    for name, names, init, c, d, train, f in fitted(text, results, rows):
 
         def model(t, *p):
             v = {"t": t}

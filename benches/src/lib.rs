@@ -97,20 +97,14 @@ impl Kalman {
             "../../docs/examples/kalman2d.json"
         ))
         .unwrap_or_else(|e| panic!("kalman2d.json: {e}"));
-        let names: Vec<&str> = (file.scalars.keys())
-            .chain(file.matrices.keys())
-            .map(String::as_str)
-            .collect();
-        let program = Program::new(src, &names).unwrap_or_else(|e| panic!("kalman2d.scm: {e}"));
+        let program =
+            Program::new(src, &input_names(&file)).unwrap_or_else(|e| panic!("kalman2d.scm: {e}"));
         Kalman { program, file }
     }
 
     /// The program's input names (its scalars, then its matrices), as `Program::new` takes them.
     pub fn input_names(&self) -> Vec<&str> {
-        (self.file.scalars.keys())
-            .chain(self.file.matrices.keys())
-            .map(String::as_str)
-            .collect()
+        input_names(&self.file)
     }
 
     /// The observations shared; q and r per lane (each lane a different parameter vector).
@@ -133,6 +127,14 @@ impl Default for Kalman {
     fn default() -> Self {
         Kalman::new()
     }
+}
+
+/// A bindings file's names: its scalars, then its matrices.
+fn input_names(file: &ndvm_components::BindingsFile) -> Vec<&str> {
+    (file.scalars.keys())
+        .chain(file.matrices.keys())
+        .map(String::as_str)
+        .collect()
 }
 
 /// One forward+gradient evaluation with a reused evaluator, as a calibration step does it;

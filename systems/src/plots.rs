@@ -127,22 +127,16 @@ fn fit(s: &mut String, c: &CandidateResult, d: &Dataset) -> Drawn {
                 .then(|| (xs[i], d.target[i]))
         }
     };
-    chart
-        .draw_series(
-            (0..d.points())
-                .filter_map(point(true))
-                .map(|p| Circle::new(p, 3, BLUE.filled())),
-        )?
-        .label("training")
-        .legend(|(x, y)| Circle::new((x + 8, y), 3, BLUE.filled()));
-    chart
-        .draw_series(
-            (0..d.points())
-                .filter_map(point(false))
-                .map(|p| Circle::new(p, 3, GREEN.filled())),
-        )?
-        .label("held out")
-        .legend(|(x, y)| Circle::new((x + 8, y), 3, GREEN.filled()));
+    for (train, colour, label) in [(true, BLUE, "training"), (false, GREEN, "held out")] {
+        chart
+            .draw_series(
+                (0..d.points())
+                    .filter_map(point(train))
+                    .map(move |p| Circle::new(p, 3, colour.filled())),
+            )?
+            .label(label)
+            .legend(move |(x, y)| Circle::new((x + 8, y), 3, colour.filled()));
+    }
     chart
         .configure_series_labels()
         .background_style(WHITE.mix(0.8))

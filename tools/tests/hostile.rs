@@ -25,6 +25,28 @@ fn file(name: &str, text: &str) -> String {
     p.to_string_lossy().into_owned()
 }
 
+/// A scene fitting `(* a t)` to `2t` by least squares, written to `name`, with `parameters`
+/// added to its `Parameters(..)` (on line 3) and `setting` as a further scene field.
+fn fit_a_times_t(name: &str, parameters: &str, setting: &str) -> String {
+    let parameters = if parameters.is_empty() {
+        String::new()
+    } else {
+        format!(", {parameters}")
+    };
+    file(
+        name,
+        &format!(
+            r#"Scene(
+    candidates: [Inline(name: "c", src: "(* a t)")],
+    parameters: Parameters(names: ["a"]{parameters}),
+    data: Some(Synthetic(program: "(* 2 t)", inputs: {{"t": Linspace(0.0, 1.0, 5)}})),
+    loss: Mse,
+    {setting}
+)"#
+        ),
+    )
+}
+
 /// Runs `ndvm`, which must exit with `code` and say `message` on standard error.
 fn fails_with(args: &[&str], code: i32, message: &str) -> String {
     let out = ndvm(args);
@@ -240,18 +262,7 @@ fn settings_that_make_no_sense_are_errors() {
             "`damping` of `LevenbergMarquardt`",
         ),
     ] {
-        let s = file(
-            "settings.scene.ron",
-            &format!(
-                r#"Scene(
-                    candidates: [Inline(name: "c", src: "(* a t)")],
-                    parameters: Parameters(names: ["a"]),
-                    data: Some(Synthetic(program: "(* 2 t)", inputs: {{"t": Linspace(0.0, 1.0, 5)}})),
-                    loss: Mse,
-                    {setting},
-                )"#
-            ),
-        );
+        let s = fit_a_times_t("settings.scene.ron", "", setting);
         fails_with(&["fit", &s], 1, message);
     }
     let s = file(
@@ -443,17 +454,7 @@ fn parameter_values_that_make_no_sense_are_located_errors() {
             "`restarts.scale` of the scene is -1: it must be a finite number ≥ 0",
         ),
     ] {
-        let s = file(
-            "values.scene.ron",
-            &format!(
-                r#"Scene(
-    candidates: [Inline(name: "c", src: "(* a t)")],
-    parameters: Parameters(names: ["a"], {block}),
-    data: Some(Synthetic(program: "(* 2 t)", inputs: {{"t": Linspace(0.0, 1.0, 5)}})),
-    loss: Mse,
-)"#
-            ),
-        );
+        let s = fit_a_times_t("values.scene.ron", block, "");
         let err = fails_with(&["fit", &s], 1, message);
         if block.contains("\"a\"") {
             assert!(err.contains(":3:"), "located on the parameters line: {err}");

@@ -38,12 +38,7 @@ impl<R: Real> Vm<R> {
                             _ => Op::Div,
                         };
                         self.vals.truncate(base);
-                        let v = if x.is_number() && y.is_number() {
-                            self.num2(program, node, op, x, y)?
-                        } else {
-                            self.binary(program, node, op, x, y)?
-                        };
-                        return Ok(Next::Return(v));
+                        return Ok(Next::Return(self.binary(program, node, op, x, y)?));
                     }
                 }
                 self.apply_prim(program, node, prim, base, base, tail)
