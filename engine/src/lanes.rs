@@ -52,6 +52,11 @@ impl LaneSets {
         self.subsets.clear();
     }
 
+    /// The number of subsets (ids `1..=count`).
+    pub fn count(&self) -> usize {
+        self.subsets.len()
+    }
+
     /// Whether no subset exists (every node of the walk ran over all lanes).
     pub fn is_empty(&self) -> bool {
         self.subsets.is_empty()

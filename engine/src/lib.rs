@@ -31,6 +31,7 @@ pub mod bindings;
 pub mod check;
 pub mod error;
 pub mod eval;
+pub mod export;
 pub mod extension;
 pub mod heap;
 pub mod lanes;

@@ -67,7 +67,7 @@ impl<R: Real> Vm<R> {
         let Some(result) = self.replayable else {
             return Replay::Stale("no recorded walk to replay");
         };
-        if let Err(why) = self.rebind(program, bindings) {
+        if let Err(why) = self.rebind_inputs(program, bindings) {
             self.replayable = None;
             return Replay::Stale(why);
         }
@@ -119,7 +119,11 @@ impl<R: Real> Vm<R> {
     }
 
     /// Writes the new input values into their leaf slots, or says which structure changed.
-    fn rebind(&mut self, program: &Program, bindings: &Bindings<R>) -> Result<(), &'static str> {
+    pub(crate) fn rebind_inputs(
+        &mut self,
+        program: &Program,
+        bindings: &Bindings<R>,
+    ) -> Result<(), &'static str> {
         let lanes = self.payload.lanes;
         if program.inputs.len() != self.inputs.len() {
             return Err("another program");

@@ -1,0 +1,220 @@
+//! The device: one adapter, one queue, the interpreter's pipeline.
+//!
+//! [`Gpu::new`] picks the best adapter wgpu finds (a discrete GPU first; Mesa's software Vulkan
+//! driver, lavapipe, where no GPU is installed) and asks for its largest storage buffers, so a
+//! chunk of lanes is as wide as the device allows. Every error the device raises is captured —
+//! a validation error, running out of memory, a lost device — and returned as a [`GpuError`];
+//! nothing panics.
+
+use ndvm_engine::prims::compare::Cmp;
+use ndvm_engine::prims::scalar::Op;
+use ndvm_engine::tape::Form;
+use std::sync::{Arc, Mutex};
+
+/// What went wrong on the device side.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum GpuError {
+    #[error("no GPU adapter was found (wgpu saw none; install a Vulkan driver, e.g. Debian's mesa-vulkan-drivers)")]
+    NoAdapter,
+    #[error("the GPU adapter refused a device: {0}")]
+    NoDevice(String),
+    #[error("this tape cannot run on the GPU: {0}")]
+    Unsupported(String),
+    #[error("the GPU device was lost or failed: {0}")]
+    Lost(String),
+}
+
+/// An adapter's device with the interpreter loaded.
+#[derive(Debug)]
+pub struct Gpu {
+    pub(crate) device: wgpu::Device,
+    pub(crate) queue: wgpu::Queue,
+    pub(crate) pipeline: wgpu::ComputePipeline,
+    pub(crate) layout: wgpu::BindGroupLayout,
+    pub(crate) limits: wgpu::Limits,
+    info: wgpu::AdapterInfo,
+    /// The first error the device reported outside an error scope (a lost device).
+    lost: Arc<Mutex<Option<String>>>,
+}
+
+/// The interpreter's source: the engine's op, form and comparison codes, then the fixed WGSL.
+pub fn shader_source() -> String {
+    let mut s = String::new();
+    let ops = [
+        (Op::Sin, "SIN"),
+        (Op::Cos, "COS"),
+        (Op::Tan, "TAN"),
+        (Op::Asin, "ASIN"),
+        (Op::Acos, "ACOS"),
+        (Op::Atan, "ATAN"),
+        (Op::Sinh, "SINH"),
+        (Op::Cosh, "COSH"),
+        (Op::Tanh, "TANH"),
+        (Op::Exp, "EXP"),
+        (Op::Log, "LOG"),
+        (Op::Sqrt, "SQRT"),
+        (Op::Abs, "ABS"),
+        (Op::Square, "SQUARE"),
+        (Op::Floor, "FLOOR"),
+        (Op::Ceiling, "CEILING"),
+        (Op::Round, "ROUND"),
+        (Op::Truncate, "TRUNCATE"),
+        (Op::Copy, "COPY"),
+        (Op::Add, "ADD"),
+        (Op::Add0, "ADD0"),
+        (Op::Sub, "SUB"),
+        (Op::Mul, "MUL"),
+        (Op::Div, "DIV"),
+        (Op::Pow, "POW"),
+        (Op::Min, "MIN"),
+        (Op::Max, "MAX"),
+        (Op::Modulo, "MODULO"),
+        (Op::Remainder, "REMAINDER"),
+        (Op::Atan2, "ATAN2"),
+        (Op::Select, "SELECT"),
+        (Op::Dot, "DOT"),
+        (Op::Cross, "CROSS"),
+        (Op::Norm, "NORM"),
+        (Op::Normalize, "NORMALIZE"),
+        (Op::VSum, "VSUM"),
+        (Op::Trace, "TRACE"),
+        (Op::Transpose, "TRANSPOSE"),
+        (Op::MatMul, "MATMUL"),
+        (Op::MatVec, "MATVEC"),
+        (Op::Outer, "OUTER"),
+        (Op::Det, "DET"),
+        (Op::LogDet, "LOGDET"),
+        (Op::Inv, "INV"),
+    ];
+    for (op, name) in ops {
+        s += &format!("const OP_{name}: u32 = {}u;\n", op as u32);
+    }
+    let forms = [
+        (Form::Unary, "UNARY"),
+        (Form::SlotSlot, "SLOT_SLOT"),
+        (Form::SlotConst, "SLOT_CONST"),
+        (Form::ConstSlot, "CONST_SLOT"),
+        (Form::ConstConst, "CONST_CONST"),
+    ];
+    for (f, name) in forms {
+        s += &format!("const FORM_{name}: u32 = {}u;\n", f as u32);
+    }
+    for (c, name) in [
+        (Cmp::Eq, "EQ"),
+        (Cmp::Lt, "LT"),
+        (Cmp::Gt, "GT"),
+        (Cmp::Le, "LE"),
+        (Cmp::Ge, "GE"),
+    ] {
+        s += &format!("const CMP_{name}: u32 = {}u;\n", c as u32);
+    }
+    s += include_str!("interp.wgsl");
+    s += include_str!("linalg.wgsl");
+    s
+}
+
+impl Gpu {
+    /// The best adapter's device with the interpreter compiled, or why there is none.
+    pub fn new() -> Result<Gpu, GpuError> {
+        pollster::block_on(Self::open())
+    }
+
+    async fn open() -> Result<Gpu, GpuError> {
+        let instance = wgpu::Instance::new(wgpu::InstanceDescriptor {
+            backends: wgpu::Backends::PRIMARY,
+            ..wgpu::InstanceDescriptor::new_without_display_handle()
+        });
+        let adapter = instance
+            .request_adapter(&wgpu::RequestAdapterOptions {
+                power_preference: wgpu::PowerPreference::HighPerformance,
+                force_fallback_adapter: false,
+                compatible_surface: None,
+                ..Default::default()
+            })
+            .await
+            .map_err(|_| GpuError::NoAdapter)?;
+        let info = adapter.get_info();
+        let have = adapter.limits();
+        let limits = wgpu::Limits {
+            max_storage_buffer_binding_size: have.max_storage_buffer_binding_size,
+            max_buffer_size: have.max_buffer_size,
+            max_storage_buffers_per_shader_stage: 6.max(
+                wgpu::Limits::downlevel_defaults().max_storage_buffers_per_shader_stage,
+            ),
+            max_compute_workgroups_per_dimension: have.max_compute_workgroups_per_dimension,
+            ..wgpu::Limits::downlevel_defaults()
+        };
+        let (device, queue) = adapter
+            .request_device(&wgpu::DeviceDescriptor {
+                label: Some("ndvm"),
+                required_limits: limits.clone(),
+                ..Default::default()
+            })
+            .await
+            .map_err(|e| GpuError::NoDevice(e.to_string()))?;
+        let lost = Arc::new(Mutex::new(None));
+        let sink = lost.clone();
+        device.on_uncaptured_error(Arc::new(move |e: wgpu::Error| {
+            if let Ok(mut l) = sink.lock() {
+                l.get_or_insert_with(|| e.to_string());
+            }
+        }));
+        let sink = lost.clone();
+        device.set_device_lost_callback(move |_, msg| {
+            if let Ok(mut l) = sink.lock() {
+                l.get_or_insert_with(|| format!("device lost: {msg}"));
+            }
+        });
+        let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
+        let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
+            label: Some("ndvm interpreter"),
+            source: wgpu::ShaderSource::Wgsl(shader_source().into()),
+        });
+        let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+            label: Some("ndvm interpreter"),
+            layout: None,
+            module: &module,
+            entry_point: Some("main"),
+            compilation_options: Default::default(),
+            cache: None,
+        });
+        if let Some(e) = scope.pop().await {
+            return Err(GpuError::NoDevice(format!("the interpreter did not compile: {e}")));
+        }
+        let layout = pipeline.get_bind_group_layout(0);
+        Ok(Gpu {
+            device,
+            queue,
+            pipeline,
+            layout,
+            limits,
+            info,
+            lost,
+        })
+    }
+
+    /// The adapter, e.g. "NVIDIA H100 80GB HBM3 (Vulkan)".
+    pub fn describe(&self) -> String {
+        format!("{} ({:?})", self.info.name, self.info.backend)
+    }
+
+    /// Whether the adapter is a CPU emulating a GPU (Mesa's lavapipe): correct, never fast.
+    pub fn is_software(&self) -> bool {
+        self.info.device_type == wgpu::DeviceType::Cpu
+    }
+
+    /// The largest storage buffer one binding may see (a chunk of lanes fits it).
+    pub fn max_binding_bytes(&self) -> u64 {
+        self.limits.max_storage_buffer_binding_size
+    }
+
+    /// Loses the device on purpose (tests: what a run does when the GPU goes away).
+    pub fn destroy(&self) {
+        self.device.destroy();
+    }
+
+    /// An error the device reported since it was opened, if any.
+    pub(crate) fn failure(&self) -> Option<String> {
+        self.lost.lock().ok().and_then(|l| l.clone())
+    }
+}

@@ -1,0 +1,512 @@
+//! Running an uploaded tape: buffers per chunk of lanes, uploads, one dispatch, downloads.
+//!
+//! The payload lives on the device slot-major like the CPU's (slot `s` of lane `l` at
+//! `s · width + l`), one primal and one adjoint buffer per **chunk** of lanes: a batch wider
+//! than the device's largest storage binding allows is split into chunks that each fit, run
+//! one after another. The first run copies every leaf row (inputs, data, constant tensor
+//! elements) to the device; later runs copy only the inputs' rows — between calibration steps
+//! nothing else changes. Each run reads back only the result's rows, the number inputs'
+//! gradient rows and the guard flags.
+
+use crate::encode::Encoded;
+use crate::{Gpu, GpuError};
+use ndvm_engine::export::Recording;
+use ndvm_engine::tape::GuardKind;
+use std::time::{Duration, Instant};
+use wgpu::util::DeviceExt;
+
+/// Invocations per workgroup (the shader's `@workgroup_size`).
+const WORKGROUP: usize = 64;
+
+/// The uniform block (`Params` in `interp.wgsl`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, bytemuck::Pod, bytemuck::Zeroable)]
+struct Params {
+    lanes: u32,
+    offset: u32,
+    total: u32,
+    nodes: u32,
+    guards: u32,
+    guard_base: u32,
+    const_base: u32,
+    set_words: u32,
+    outcome_base: u32,
+    seed_start: u32,
+    seed_end: u32,
+    phase: u32,
+    nan_bits: u32,
+    inf_bits: u32,
+    sq: u32,
+    first: u32,
+    last: u32,
+    guard_from: u32,
+    pad: [u32; 3],
+}
+
+/// Wall time of the last run's three parts.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Timings {
+    /// Writing input (and on the first run, leaf) rows to the device.
+    pub upload: Duration,
+    /// The interpreter's dispatches, to completion.
+    pub kernel: Duration,
+    /// Copying the result, gradient and flag rows back and reading them.
+    pub download: Duration,
+}
+
+/// What a run found.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DeviceRun {
+    /// The result, element-major: element `e` of lane `l` at `e · lanes + l` (a number has one
+    /// element).
+    pub result: Vec<f32>,
+    /// Per program input: `∂result/∂input` in every lane (number inputs; empty otherwise, and
+    /// when gradients were not asked for).
+    pub grads: Vec<Vec<f32>>,
+    /// Lanes where a guard failed, ascending: their values are not a walk's (walk them again).
+    pub failed: Vec<u32>,
+    /// Guards that failed in at least one lane, by kind.
+    pub failures: Vec<(GuardKind, u32)>,
+}
+
+/// One chunk of lanes and its buffers.
+#[derive(Debug)]
+struct Chunk {
+    offset: usize,
+    width: usize,
+    x: wgpu::Buffer,
+    g: wgpu::Buffer,
+    flags: wgpu::Buffer,
+    readback: wgpu::Buffer,
+    /// One bind group per dispatch (its own parameters): the forward segments in order, then
+    /// the backward segments in reverse order.
+    forward: Vec<wgpu::BindGroup>,
+    backward: Vec<wgpu::BindGroup>,
+}
+
+/// A recording uploaded to the device, ready to run for new inputs.
+#[derive(Debug)]
+pub struct DeviceTape {
+    enc: Encoded,
+    lanes: usize,
+    slots: usize,
+    chunks: Vec<Chunk>,
+    /// Whether the leaf rows are on the device.
+    leaves: bool,
+    /// The last run's timings.
+    pub timings: Timings,
+}
+
+impl Gpu {
+    /// Uploads a recording: its instructions once, and buffers for its lanes.
+    pub fn upload(&self, rec: &Recording<'_, f32>) -> Result<DeviceTape, GpuError> {
+        self.upload_chunked(rec, usize::MAX)
+    }
+
+    /// [`Gpu::upload`] with at most `max_width` lanes per chunk (tests split small batches).
+    pub fn upload_chunked(
+        &self,
+        rec: &Recording<'_, f32>,
+        max_width: usize,
+    ) -> Result<DeviceTape, GpuError> {
+        if let Some(e) = self.failure() {
+            return Err(GpuError::Lost(e));
+        }
+        let enc = Encoded::new(rec)?;
+        let slots = rec.slots.max(1);
+        let limit = self.max_binding_bytes() as usize;
+        let per_lane = 4 * slots.max(4 * enc.sq as usize).max(1);
+        let fit = (limit / per_lane).min(
+            self.limits.max_compute_workgroups_per_dimension as usize * WORKGROUP,
+        );
+        let width = if rec.lanes <= fit.min(max_width) {
+            rec.lanes
+        } else {
+            fit.min(max_width) / WORKGROUP * WORKGROUP
+        };
+        if width == 0 {
+            return Err(GpuError::Unsupported(format!(
+                "one lane's payload ({slots} slots) is larger than the device's largest buffer \
+                 ({limit} bytes)"
+            )));
+        }
+        let reads = self.readback_rows(rec);
+        if enc.prog.len() * 4 > limit || enc.bits.len() * 4 > limit {
+            return Err(GpuError::Unsupported(format!(
+                "the program ({} words) or its lane sets ({} words) exceed the device's largest \
+                 buffer ({limit} bytes)",
+                enc.prog.len(),
+                enc.bits.len()
+            )));
+        }
+        let scope = self.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
+        let storage = |label: &str, words: &[u32]| {
+            self.device
+                .create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                    label: Some(label),
+                    contents: bytemuck::cast_slice(words),
+                    usage: wgpu::BufferUsages::STORAGE,
+                })
+        };
+        let prog = storage("ndvm program", &enc.prog);
+        let bits = storage("ndvm lane sets", &enc.bits);
+        let mut chunks = Vec::new();
+        let mut offset = 0;
+        while offset < rec.lanes {
+            let w = width.min(rec.lanes - offset);
+            chunks.push(self.chunk(&enc, rec, (offset, w), (&prog, &bits), reads)?);
+            offset += w;
+        }
+        if let Some(e) = pollster::block_on(scope.pop()) {
+            return Err(GpuError::Lost(format!("out of device memory: {e}")));
+        }
+        Ok(DeviceTape {
+            enc,
+            lanes: rec.lanes,
+            slots,
+            chunks,
+            leaves: false,
+            timings: Timings::default(),
+        })
+    }
+
+    /// Rows a run reads back: the result's, then one per program input.
+    fn readback_rows(&self, rec: &Recording<'_, f32>) -> usize {
+        rec.result.len() + rec.inputs.len()
+    }
+
+    fn chunk(
+        &self,
+        enc: &Encoded,
+        rec: &Recording<'_, f32>,
+        (offset, width): (usize, usize),
+        (prog, bits): (&wgpu::Buffer, &wgpu::Buffer),
+        reads: usize,
+    ) -> Result<Chunk, GpuError> {
+        let base = Params {
+            lanes: width as u32,
+            offset: offset as u32,
+            total: rec.lanes as u32,
+            nodes: enc.nodes,
+            guards: enc.guards,
+            guard_base: enc.guard_base,
+            const_base: enc.const_base,
+            set_words: enc.set_words,
+            outcome_base: enc.outcome_base,
+            seed_start: rec.result.start,
+            seed_end: rec.result.end,
+            phase: 0,
+            nan_bits: f32::NAN.to_bits(),
+            inf_bits: f32::INFINITY.to_bits(),
+            sq: enc.sq,
+            first: 0,
+            last: 0,
+            guard_from: 0,
+            pad: [0; 3],
+        };
+        let d = &self.device;
+        let buffer = |label: &str, bytes: usize, extra: wgpu::BufferUsages| {
+            d.create_buffer(&wgpu::BufferDescriptor {
+                label: Some(label),
+                size: bytes.max(4) as u64,
+                usage: wgpu::BufferUsages::STORAGE | extra,
+                mapped_at_creation: false,
+            })
+        };
+        let rows = rec.slots.max(1) * width * 4;
+        let copy = wgpu::BufferUsages::COPY_DST | wgpu::BufferUsages::COPY_SRC;
+        let x = buffer("ndvm primal", rows, copy);
+        let g = buffer("ndvm adjoint", rows, copy);
+        let sc = buffer("ndvm scratch", 4 * enc.sq as usize * width * 4, copy);
+        let flags = buffer("ndvm flags", (width + enc.guards as usize) * 4, copy);
+        let readback = d.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("ndvm readback"),
+            size: ((reads * width + width + enc.guards as usize) * 4).max(4) as u64,
+            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        let bind = |phase: u32, (from, to): (u32, u32)| {
+            let guard_from = rec.tape.guards.partition_point(|g| g.pos < from) as u32;
+            let params = Params {
+                phase,
+                first: from,
+                last: to,
+                guard_from,
+                ..base
+            };
+            let params = d.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                label: Some("ndvm segment"),
+                contents: bytemuck::bytes_of(&params),
+                usage: wgpu::BufferUsages::UNIFORM,
+            });
+            d.create_bind_group(&wgpu::BindGroupDescriptor {
+                label: Some("ndvm segment"),
+                layout: &self.layout,
+                entries: &[
+                    entry(0, &params),
+                    entry(1, prog),
+                    entry(2, bits),
+                    entry(3, &x),
+                    entry(4, &g),
+                    entry(5, &sc),
+                    entry(6, &flags),
+                ],
+            })
+        };
+        let forward = enc.segments.iter().map(|&s| bind(0, s)).collect();
+        let backward = enc.segments.iter().rev().map(|&s| bind(1, s)).collect();
+        Ok(Chunk {
+            offset,
+            width,
+            x,
+            g,
+            flags,
+            readback,
+            forward,
+            backward,
+        })
+    }
+}
+
+impl DeviceTape {
+    /// The lanes per chunk (the first chunk's width) and the number of chunks.
+    pub fn chunking(&self) -> (usize, usize) {
+        (self.chunks.first().map_or(0, |c| c.width), self.chunks.len())
+    }
+
+    /// Device bytes held for the payload (primal and adjoint) over all chunks.
+    pub fn payload_bytes(&self) -> u64 {
+        (2 * self.slots * self.lanes * 4) as u64
+    }
+
+    /// Runs the tape for the recording's current input values (after [`ndvm_engine::Vm::rebind`]
+    /// wrote them): forward and guards, and the backward pass when `grad`.
+    pub fn run(
+        &mut self,
+        gpu: &Gpu,
+        rec: &Recording<'_, f32>,
+        grad: bool,
+    ) -> Result<DeviceRun, GpuError> {
+        if rec.lanes != self.lanes || rec.slots.max(1) != self.slots {
+            return Err(GpuError::Unsupported(
+                "the recording changed since it was uploaded".into(),
+            ));
+        }
+        if let Some(e) = gpu.failure() {
+            return Err(GpuError::Lost(e));
+        }
+        let start = Instant::now();
+        self.upload_rows(gpu, rec);
+        let upload = start.elapsed();
+        let scope = gpu.device.push_error_scope(wgpu::ErrorFilter::Validation);
+        let oom = gpu.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
+        let mut encoder = gpu.device.create_command_encoder(&Default::default());
+        for c in &self.chunks {
+            if grad {
+                encoder.clear_buffer(&c.g, 0, None);
+            }
+            encoder.clear_buffer(&c.flags, 0, None);
+            let mut pass = encoder.begin_compute_pass(&Default::default());
+            pass.set_pipeline(&gpu.pipeline);
+            let backward = if grad { &c.backward[..] } else { &[] };
+            for bind in c.forward.iter().chain(backward) {
+                pass.set_bind_group(0, bind, &[]);
+                pass.dispatch_workgroups(c.width.div_ceil(WORKGROUP) as u32, 1, 1);
+            }
+        }
+        gpu.queue.submit([encoder.finish()]);
+        wait(gpu)?;
+        let kernel = start.elapsed() - upload;
+        let mut encoder = gpu.device.create_command_encoder(&Default::default());
+        let rows = self.rows(rec);
+        for c in &self.chunks {
+            let w = (c.width * 4) as u64;
+            for (i, &(grad_row, slot)) in rows.iter().enumerate() {
+                let src = if grad_row { &c.g } else { &c.x };
+                encoder.copy_buffer_to_buffer(src, slot as u64 * w, &c.readback, i as u64 * w, w);
+            }
+            let flags = ((c.width + self.enc.guards as usize) * 4) as u64;
+            encoder.copy_buffer_to_buffer(&c.flags, 0, &c.readback, rows.len() as u64 * w, flags);
+        }
+        gpu.queue.submit([encoder.finish()]);
+        for c in &self.chunks {
+            c.readback.slice(..).map_async(wgpu::MapMode::Read, |_| {});
+        }
+        wait(gpu)?;
+        if let Some(e) = pollster::block_on(oom.pop()) {
+            return Err(GpuError::Lost(format!("out of device memory: {e}")));
+        }
+        if let Some(e) = pollster::block_on(scope.pop()) {
+            return Err(GpuError::Lost(e.to_string()));
+        }
+        if let Some(e) = gpu.failure() {
+            return Err(GpuError::Lost(e));
+        }
+        let run = self.read(rec, &rows, grad);
+        for c in &self.chunks {
+            c.readback.unmap();
+        }
+        self.timings = Timings {
+            upload,
+            kernel,
+            download: start.elapsed() - upload - kernel,
+        };
+        run
+    }
+
+    /// The device's primal payload after the last run, slot-major over all lanes like
+    /// [`Recording::primal`] (for diagnosing a disagreement: the first slot that differs from
+    /// the CPU's names the node).
+    pub fn primal(&self, gpu: &Gpu) -> Result<Vec<f32>, GpuError> {
+        let b = self.lanes;
+        let mut out = vec![0.0f32; self.slots * b];
+        for c in &self.chunks {
+            let bytes = (self.slots * c.width * 4) as u64;
+            let stage = gpu.device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("ndvm primal readback"),
+                size: bytes,
+                usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
+            });
+            let mut encoder = gpu.device.create_command_encoder(&Default::default());
+            encoder.copy_buffer_to_buffer(&c.x, 0, &stage, 0, bytes);
+            gpu.queue.submit([encoder.finish()]);
+            stage.slice(..).map_async(wgpu::MapMode::Read, |_| {});
+            wait(gpu)?;
+            let view = stage
+                .slice(..)
+                .get_mapped_range()
+                .map_err(|e| GpuError::Lost(e.to_string()))?;
+            let xs: &[f32] = bytemuck::cast_slice(&view);
+            for s in 0..self.slots {
+                out[s * b + c.offset..s * b + c.offset + c.width]
+                    .copy_from_slice(&xs[s * c.width..(s + 1) * c.width]);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Copies leaf rows (first run) or input rows (later runs) to every chunk.
+    fn upload_rows(&mut self, gpu: &Gpu, rec: &Recording<'_, f32>) {
+        let ranges: Vec<(u32, u32)> = if self.leaves {
+            rec.inputs.iter().flatten().map(|i| (i.slot, i.len)).collect()
+        } else {
+            rec.leaves.to_vec()
+        };
+        self.leaves = true;
+        let b = rec.lanes;
+        for c in &self.chunks {
+            for &(slot, n) in &ranges {
+                let (s, e) = (slot as usize, (slot + n) as usize);
+                if c.width == b {
+                    // One chunk: the rows are contiguous on both sides.
+                    let data = &rec.primal[s * b..e * b];
+                    gpu.queue
+                        .write_buffer(&c.x, (s * b * 4) as u64, bytemuck::cast_slice(data));
+                    continue;
+                }
+                for row in s..e {
+                    let data = &rec.primal[row * b + c.offset..row * b + c.offset + c.width];
+                    gpu.queue.write_buffer(
+                        &c.x,
+                        (row * c.width * 4) as u64,
+                        bytemuck::cast_slice(data),
+                    );
+                }
+            }
+        }
+    }
+
+    /// The rows read back: `(from the adjoint buffer, slot)` for the result's elements, then
+    /// each number input's gradient row.
+    fn rows(&self, rec: &Recording<'_, f32>) -> Vec<(bool, u32)> {
+        let mut rows: Vec<(bool, u32)> = rec.result.clone().map(|s| (false, s)).collect();
+        for i in rec.inputs.iter().flatten().filter(|i| i.number) {
+            rows.push((true, i.slot));
+        }
+        rows
+    }
+
+    fn read(
+        &self,
+        rec: &Recording<'_, f32>,
+        rows: &[(bool, u32)],
+        grad: bool,
+    ) -> Result<DeviceRun, GpuError> {
+        let b = self.lanes;
+        let r = rec.result.len();
+        let mut result = vec![0.0f32; r * b];
+        let mut grads: Vec<Vec<f32>> = rec
+            .inputs
+            .iter()
+            .map(|i| match i {
+                Some(i) if i.number && grad => vec![0.0; b],
+                _ => Vec::new(),
+            })
+            .collect();
+        let number_inputs: Vec<usize> = (0..rec.inputs.len())
+            .filter(|&i| rec.inputs[i].is_some_and(|s| s.number))
+            .collect();
+        let mut failed = Vec::new();
+        let mut guard_failed = vec![false; self.enc.guards as usize];
+        for c in &self.chunks {
+            let view = c
+                .readback
+                .slice(..)
+                .get_mapped_range()
+                .map_err(|e| GpuError::Lost(e.to_string()))?;
+            let words: &[f32] = bytemuck::cast_slice(&view);
+            let row = |i: usize| &words[i * c.width..(i + 1) * c.width];
+            for e in 0..r {
+                result[e * b + c.offset..e * b + c.offset + c.width].copy_from_slice(row(e));
+            }
+            if grad {
+                for (k, &i) in number_inputs.iter().enumerate() {
+                    grads[i][c.offset..c.offset + c.width].copy_from_slice(row(r + k));
+                }
+            }
+            let flags: &[u32] = bytemuck::cast_slice(&words[rows.len() * c.width..]);
+            for (l, &f) in flags[..c.width].iter().enumerate() {
+                if f != 0 {
+                    failed.push((c.offset + l) as u32);
+                }
+            }
+            for (g, &f) in flags[c.width..].iter().enumerate().take(guard_failed.len()) {
+                guard_failed[g] |= f != 0;
+            }
+        }
+        let mut failures: Vec<(GuardKind, u32)> = Vec::new();
+        for (g, _) in rec.tape.guards.iter().zip(&guard_failed).filter(|(_, f)| **f) {
+            let kind = g.check.kind();
+            match failures.iter_mut().find(|(k, _)| *k == kind) {
+                Some((_, n)) => *n += 1,
+                None => failures.push((kind, 1)),
+            }
+        }
+        failures.sort();
+        Ok(DeviceRun {
+            result,
+            grads,
+            failed,
+            failures,
+        })
+    }
+}
+
+fn entry(binding: u32, b: &wgpu::Buffer) -> wgpu::BindGroupEntry<'_> {
+    wgpu::BindGroupEntry {
+        binding,
+        resource: b.as_entire_binding(),
+    }
+}
+
+/// Waits for the queue; a lost device is an error.
+fn wait(gpu: &Gpu) -> Result<(), GpuError> {
+    gpu.device
+        .poll(wgpu::PollType::Wait {
+            submission_index: None,
+            timeout: None,
+        })
+        .map(|_| ())
+        .map_err(|e| GpuError::Lost(e.to_string()))
+}

@@ -1,0 +1,162 @@
+//! Tapes beyond the conformance set on the device: the differential-testing corpus, programs
+//! whose lanes diverge (guards that fail and are flagged), linear algebra at n = 1…8, a batch
+//! split into chunks and a tape split into many dispatches, and a device lost mid-run.
+
+#[path = "../../engine/tests/common/mod.rs"]
+mod common;
+mod support;
+
+use common::*;
+use ndvm_engine::prelude::*;
+use support::*;
+
+#[test]
+fn fuzz_corpus_on_the_gpu() {
+    let Some(gpu) = gpu() else { return };
+    let corpus = read_jsonl("fuzz/seed1234_n200.jsonl");
+    let (mut runs, mut flagged) = (0, 0);
+    for p in &corpus {
+        let id = p["id"].as_u64().unwrap_or(0);
+        let src = p["src"].as_str().expect("src");
+        let params = p["params"].as_object().expect("params");
+        let bind = |shift: f64, lanes: usize| {
+            let mut b = Bindings::<f32>::new();
+            for (i, (name, v)) in params.iter().enumerate() {
+                let x = v.as_f64().expect("param") * (1.0 + shift);
+                let per_lane =
+                    (0..lanes).map(|l| (x * (1.0 + 0.01 * ((l * (i + 2)) % 5) as f64)) as f32);
+                b.lanes(name, per_lane.collect());
+            }
+            b
+        };
+        let program = Program::new(src, &bind(0.0, 1).names()).expect("decodes");
+        for lanes in [1, 8] {
+            for shift in [1e-3, 5e-2] {
+                let what = format!("fuzz #{id} B={lanes} shift={shift}");
+                let (first, next) = (bind(0.0, lanes), bind(shift, lanes));
+                if let Some(seen) = gpu_matches_cpu(&gpu, &what, &program, (&first, &next), usize::MAX)
+                {
+                    runs += 1;
+                    flagged += seen.failed;
+                }
+            }
+        }
+    }
+    assert!(runs >= 400, "only {runs} runs compared");
+    eprintln!("{runs} runs, {flagged} lanes flagged");
+}
+
+#[test]
+fn diverging_lanes_are_merged_and_flagged_as_on_the_cpu() {
+    let Some(gpu) = gpu() else { return };
+    let mut flagged = 0;
+    for (name, src, inputs) in divergence_programs() {
+        let names: Vec<&str> = inputs.iter().map(String::as_str).collect();
+        let program = Program::new(&src, &names).expect("decodes");
+        let bind = |seed: usize| {
+            let mut b = Bindings::<f32>::new();
+            for &i in &names {
+                let xs = (0..96).map(|l| {
+                    let x = divergence_value(i, l, 0);
+                    if i == "n" || i == "m" || l % 4 != 0 {
+                        x
+                    } else {
+                        divergence_value(i, l, seed)
+                    }
+                });
+                b.lanes(i, xs.collect());
+            }
+            b
+        };
+        // Every fourth lane moves (many across a branch boundary); 40 lanes per chunk.
+        let what = format!("{name}");
+        if let Some(seen) = gpu_matches_cpu(&gpu, &what, &program, (&bind(0), &bind(1)), 64) {
+            flagged += seen.failed;
+        }
+    }
+    assert!(flagged > 0, "some moved lanes take another branch");
+}
+
+#[test]
+fn linear_algebra_at_n_1_to_8() {
+    let Some(gpu) = gpu() else { return };
+    for n in 1..=8usize {
+        let lanes = 32;
+        // A well-conditioned matrix per lane: diagonal dominance plus a lane-dependent part.
+        let mats: Vec<Vec<f32>> = (0..lanes)
+            .map(|l| {
+                (0..n * n)
+                    .map(|e| {
+                        let (i, j) = (e / n, e % n);
+                        let u = (((l * 31 + e * 17) % 23) as f32) / 23.0 - 0.5;
+                        if i == j { 2.0 + u } else { 0.3 * u }
+                    })
+                    .collect()
+            })
+            .collect();
+        let v: Vec<String> = (0..n).map(|i| format!("{}", 0.5 + i as f32 * 0.25)).collect();
+        let v = format!("(vec {})", v.join(" "));
+        for body in [
+            "(det (scale s m))",
+            "(logdet (scale s m))",
+            "(vsum (matvec (inv (scale s m)) v))",
+            "(trace (matmul (scale s m) (transpose m)))",
+            "(dot (matvec m v) (normalize (scale s v)))",
+            "(vsum (matvec (outer v v) (scale s v)))",
+            "(norm (matvec (scale s m) v))",
+        ] {
+            let mut b = Bindings::<f32>::new();
+            b.lanes("s", (0..lanes).map(|l| 0.8 + 0.01 * l as f32).collect());
+            b.lane_matrices("m", n, n, mats.clone());
+            let body = body.replace(" v", &format!(" {v}"));
+            let body = body.as_str();
+            let Ok(program) = Program::new(body, &b.names()) else {
+                panic!("{body} decodes")
+            };
+            let what = format!("{body} n={n}");
+            let seen = gpu_matches_cpu(&gpu, &what, &program, (&b, &b), usize::MAX)
+                .unwrap_or_else(|| panic!("{what}: runs"));
+            assert_eq!(seen.failed, 0, "{what}");
+        }
+    }
+}
+
+#[test]
+fn singular_matrices_and_a_long_tape() {
+    let Some(gpu) = gpu() else { return };
+    // det's cofactors at a singular 4x4 come from the minors.
+    let mut b = Bindings::<f32>::new();
+    let singular = vec![1.0, 2.0, 3.0, 4.0, 2.0, 4.0, 6.0, 8.0, 0.0, 1.0, 0.0, 1.0, 1.0, 0.0, 2.0, 5.0];
+    b.lanes("s", vec![1.0, 2.0]).matrix("m", 4, 4, singular);
+    let program = Program::new("(det (scale s m))", &b.names()).expect("decodes");
+    gpu_matches_cpu(&gpu, "singular det", &program, (&b, &b), usize::MAX).expect("runs");
+    // 20,000 nodes: far more than one dispatch runs.
+    let src = "(loop ((i 0) (y x)) (if (< i 20000) (recur (+ i 1) (* y 1.00001)) y))";
+    let mut b = Bindings::<f32>::new();
+    b.lanes("x", vec![1.0, 2.0, 3.0]);
+    let program = Program::new(src, &b.names()).expect("decodes");
+    let seen = gpu_matches_cpu(&gpu, "long tape", &program, (&b, &b), usize::MAX).expect("runs");
+    assert_eq!(seen.values, 6);
+}
+
+#[test]
+fn a_lost_device_is_an_error_and_earlier_results_stand() {
+    let Some(gpu) = gpu() else { return };
+    let mut b = Bindings::<f32>::new();
+    b.lanes("a", vec![1.0, 2.0, 3.0]).scalar("t", 2.0);
+    let program = Program::new("(* a (exp (- 0 t)))", &b.names()).expect("decodes");
+    let mut vm = Vm::<f32>::default();
+    vm.eval(&program, &b, true).expect("walks");
+    let rec = vm.recording().expect("recorded");
+    let mut tape = gpu.upload(&rec).expect("uploads");
+    let before = tape.run(&gpu, &rec, true).expect("runs");
+    assert!(agree(before.result[2], 3.0 * (-2.0f32).exp()));
+    gpu.destroy();
+    let after = tape.run(&gpu, &rec, true);
+    assert!(
+        matches!(after, Err(ndvm_gpu::GpuError::Lost(_))),
+        "got {after:?}"
+    );
+    assert!(matches!(gpu.upload(&rec), Err(ndvm_gpu::GpuError::Lost(_))));
+    assert!(agree(before.result[2], 3.0 * (-2.0f32).exp()));
+}
