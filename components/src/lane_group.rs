@@ -35,6 +35,8 @@ pub enum Route {
     #[default]
     Walk,
     Replay,
+    /// Replayed on the GPU (its outputs and gradients are in, the backward stage skips it).
+    Device,
 }
 
 /// The group's per-lane results this step.

@@ -73,6 +73,10 @@ pub struct Scene {
     /// the optimizer are f64 either way.
     #[serde(default)]
     pub precision: Option<Precision>,
+    /// Where replayed tapes run: `Cpu`, `Gpu` (every group the device can run; needs `F32`)
+    /// or `Auto` (the default: a group wide and dense enough to win, on a hardware GPU).
+    #[serde(default)]
+    pub device: Option<Device>,
     #[serde(default)]
     pub outputs: Outputs,
     /// Makes this a search scene (`ndvm search`): proposers keep refilling the population.
@@ -110,6 +114,28 @@ impl Precision {
         match self {
             Precision::F32 => "f32",
             Precision::F64 => "f64",
+        }
+    }
+}
+
+/// Where a fit's replayed tapes run (docs/gpu.md).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Device {
+    /// The CPU replay only.
+    Cpu,
+    /// The GPU for every lane group it can run (a custom primitive keeps a group on the CPU).
+    Gpu,
+    /// The GPU for groups its cost model says it wins on, when a hardware GPU is present.
+    #[default]
+    Auto,
+}
+
+impl Device {
+    pub fn name(self) -> &'static str {
+        match self {
+            Device::Cpu => "cpu",
+            Device::Gpu => "gpu",
+            Device::Auto => "auto",
         }
     }
 }

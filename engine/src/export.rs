@@ -98,7 +98,11 @@ impl<R: Real> Vm<R> {
     /// the checks of [`Vm::replay`]: the same program and lane count, constant inputs unchanged,
     /// every other input of the same kind and shape. On an error the tape is stale (no longer
     /// replayable) and the reason is returned.
-    pub fn rebind(&mut self, program: &Program, bindings: &Bindings<R>) -> Result<(), &'static str> {
+    pub fn rebind(
+        &mut self,
+        program: &Program,
+        bindings: &Bindings<R>,
+    ) -> Result<(), &'static str> {
         if self.replayable.is_none() {
             return Err("no recorded walk to replay");
         }

@@ -14,7 +14,9 @@ use std::sync::{Arc, Mutex};
 /// What went wrong on the device side.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum GpuError {
-    #[error("no GPU adapter was found (wgpu saw none; install a Vulkan driver, e.g. Debian's mesa-vulkan-drivers)")]
+    #[error(
+        "no GPU adapter was found (wgpu saw none; install a Vulkan driver, e.g. Debian's mesa-vulkan-drivers)"
+    )]
     NoAdapter,
     #[error("the GPU adapter refused a device: {0}")]
     NoDevice(String),
@@ -138,9 +140,8 @@ impl Gpu {
         let limits = wgpu::Limits {
             max_storage_buffer_binding_size: have.max_storage_buffer_binding_size,
             max_buffer_size: have.max_buffer_size,
-            max_storage_buffers_per_shader_stage: 6.max(
-                wgpu::Limits::downlevel_defaults().max_storage_buffers_per_shader_stage,
-            ),
+            max_storage_buffers_per_shader_stage: 6
+                .max(wgpu::Limits::downlevel_defaults().max_storage_buffers_per_shader_stage),
             max_compute_workgroups_per_dimension: have.max_compute_workgroups_per_dimension,
             ..wgpu::Limits::downlevel_defaults()
         };
@@ -179,7 +180,9 @@ impl Gpu {
             cache: None,
         });
         if let Some(e) = scope.pop().await {
-            return Err(GpuError::NoDevice(format!("the interpreter did not compile: {e}")));
+            return Err(GpuError::NoDevice(format!(
+                "the interpreter did not compile: {e}"
+            )));
         }
         let layout = pipeline.get_bind_group_layout(0);
         Ok(Gpu {

@@ -48,7 +48,11 @@ pub const SEGMENT_NODES: usize = 256;
 
 /// A node's work for [`SEGMENT_WORK`].
 fn work(op: Op, aux: u32, m: u32, k: u32) -> u64 {
-    let (n, m, k) = (u64::from(aux.max(1)), u64::from(m.max(1)), u64::from(k.max(1)));
+    let (n, m, k) = (
+        u64::from(aux.max(1)),
+        u64::from(m.max(1)),
+        u64::from(k.max(1)),
+    );
     match op {
         Op::Det | Op::LogDet | Op::Inv => 4 * n * n * n + 8,
         Op::MatMul => m * k * n + 4,

@@ -100,13 +100,33 @@ pub struct DeviceTape {
 impl Gpu {
     /// Uploads a recording: its instructions once, and buffers for its lanes.
     pub fn upload(&self, rec: &Recording<'_, f32>) -> Result<DeviceTape, GpuError> {
-        self.upload_chunked(rec, usize::MAX)
+        self.upload_chunked(rec, rec.lanes, usize::MAX)
     }
 
-    /// [`Gpu::upload`] with at most `max_width` lanes per chunk (tests split small batches).
+    /// Uploads a **one-lane** recording to run over `lanes` lanes ([`DeviceTape::run_lanes`]):
+    /// the walk of one lane stands for every lane whose guards hold (lanes never mix), so a
+    /// population is walked once and replayed on the device; the lanes it flags are walked on
+    /// the CPU.
+    pub fn upload_broadcast(
+        &self,
+        rec: &Recording<'_, f32>,
+        lanes: usize,
+    ) -> Result<DeviceTape, GpuError> {
+        if rec.lanes != 1 {
+            return Err(GpuError::Unsupported(format!(
+                "a broadcast tape is recorded over one lane, not {}",
+                rec.lanes
+            )));
+        }
+        self.upload_chunked(rec, lanes, usize::MAX)
+    }
+
+    /// [`Gpu::upload`] over `lanes` lanes (the recording's, or any from a one-lane recording)
+    /// with at most `max_width` lanes per chunk (tests split small batches).
     pub fn upload_chunked(
         &self,
         rec: &Recording<'_, f32>,
+        lanes: usize,
         max_width: usize,
     ) -> Result<DeviceTape, GpuError> {
         if let Some(e) = self.failure() {
@@ -116,11 +136,10 @@ impl Gpu {
         let slots = rec.slots.max(1);
         let limit = self.max_binding_bytes() as usize;
         let per_lane = 4 * slots.max(4 * enc.sq as usize).max(1);
-        let fit = (limit / per_lane).min(
-            self.limits.max_compute_workgroups_per_dimension as usize * WORKGROUP,
-        );
-        let width = if rec.lanes <= fit.min(max_width) {
-            rec.lanes
+        let fit = (limit / per_lane)
+            .min(self.limits.max_compute_workgroups_per_dimension as usize * WORKGROUP);
+        let width = if lanes <= fit.min(max_width) {
+            lanes
         } else {
             fit.min(max_width) / WORKGROUP * WORKGROUP
         };
@@ -152,9 +171,9 @@ impl Gpu {
         let bits = storage("ndvm lane sets", &enc.bits);
         let mut chunks = Vec::new();
         let mut offset = 0;
-        while offset < rec.lanes {
-            let w = width.min(rec.lanes - offset);
-            chunks.push(self.chunk(&enc, rec, (offset, w), (&prog, &bits), reads)?);
+        while offset < lanes {
+            let w = width.min(lanes - offset);
+            chunks.push(self.chunk(&enc, rec, (offset, w, lanes), (&prog, &bits), reads)?);
             offset += w;
         }
         if let Some(e) = pollster::block_on(scope.pop()) {
@@ -162,7 +181,7 @@ impl Gpu {
         }
         Ok(DeviceTape {
             enc,
-            lanes: rec.lanes,
+            lanes,
             slots,
             chunks,
             leaves: false,
@@ -179,14 +198,14 @@ impl Gpu {
         &self,
         enc: &Encoded,
         rec: &Recording<'_, f32>,
-        (offset, width): (usize, usize),
+        (offset, width, lanes): (usize, usize, usize),
         (prog, bits): (&wgpu::Buffer, &wgpu::Buffer),
         reads: usize,
     ) -> Result<Chunk, GpuError> {
         let base = Params {
             lanes: width as u32,
             offset: offset as u32,
-            total: rec.lanes as u32,
+            total: lanes as u32,
             nodes: enc.nodes,
             guards: enc.guards,
             guard_base: enc.guard_base,
@@ -271,7 +290,10 @@ impl Gpu {
 impl DeviceTape {
     /// The lanes per chunk (the first chunk's width) and the number of chunks.
     pub fn chunking(&self) -> (usize, usize) {
-        (self.chunks.first().map_or(0, |c| c.width), self.chunks.len())
+        (
+            self.chunks.first().map_or(0, |c| c.width),
+            self.chunks.len(),
+        )
     }
 
     /// Device bytes held for the payload (primal and adjoint) over all chunks.
@@ -287,7 +309,46 @@ impl DeviceTape {
         rec: &Recording<'_, f32>,
         grad: bool,
     ) -> Result<DeviceRun, GpuError> {
-        if rec.lanes != self.lanes || rec.slots.max(1) != self.slots {
+        if rec.lanes != self.lanes {
+            return Err(GpuError::Unsupported(
+                "the recording's lane count is not the tape's (a broadcast tape runs with \
+                 `run_lanes`)"
+                    .into(),
+            ));
+        }
+        self.execute(gpu, rec, None, grad)
+    }
+
+    /// Runs a broadcast tape ([`Gpu::upload_broadcast`]): `inputs[i]` holds program input
+    /// `i`'s value in every lane (a number input; `None` keeps the recorded value in every
+    /// lane, as for data and matrices).
+    pub fn run_lanes(
+        &mut self,
+        gpu: &Gpu,
+        rec: &Recording<'_, f32>,
+        inputs: &[Option<&[f32]>],
+        grad: bool,
+    ) -> Result<DeviceRun, GpuError> {
+        if inputs.len() != rec.inputs.len()
+            || inputs.iter().flatten().any(|x| x.len() != self.lanes)
+        {
+            return Err(GpuError::Unsupported(format!(
+                "run_lanes wants one value per lane ({}) for each of the {} inputs",
+                self.lanes,
+                rec.inputs.len()
+            )));
+        }
+        self.execute(gpu, rec, Some(inputs), grad)
+    }
+
+    fn execute(
+        &mut self,
+        gpu: &Gpu,
+        rec: &Recording<'_, f32>,
+        inputs: Option<&[Option<&[f32]>]>,
+        grad: bool,
+    ) -> Result<DeviceRun, GpuError> {
+        if rec.slots.max(1) != self.slots {
             return Err(GpuError::Unsupported(
                 "the recording changed since it was uploaded".into(),
             ));
@@ -296,7 +357,7 @@ impl DeviceTape {
             return Err(GpuError::Lost(e));
         }
         let start = Instant::now();
-        self.upload_rows(gpu, rec);
+        self.upload_rows(gpu, rec, inputs);
         let upload = start.elapsed();
         let scope = gpu.device.push_error_scope(wgpu::ErrorFilter::Validation);
         let oom = gpu.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
@@ -386,33 +447,53 @@ impl DeviceTape {
         Ok(out)
     }
 
-    /// Copies leaf rows (first run) or input rows (later runs) to every chunk.
-    fn upload_rows(&mut self, gpu: &Gpu, rec: &Recording<'_, f32>) {
-        let ranges: Vec<(u32, u32)> = if self.leaves {
-            rec.inputs.iter().flatten().map(|i| (i.slot, i.len)).collect()
+    /// Copies leaf rows (first run) or input rows (later runs) to every chunk: from the
+    /// recording, broadcast from its one lane, or from `inputs`.
+    fn upload_rows(
+        &mut self,
+        gpu: &Gpu,
+        rec: &Recording<'_, f32>,
+        inputs: Option<&[Option<&[f32]>]>,
+    ) {
+        let mut rows: Vec<(u32, u32)> = if self.leaves {
+            Vec::new()
         } else {
             rec.leaves.to_vec()
         };
         self.leaves = true;
+        // Per slot: the lane values given for it (broadcast runs).
+        let mut given: Vec<(u32, &[f32])> = Vec::new();
+        for (i, slots) in rec.inputs.iter().enumerate() {
+            let Some(slots) = slots else { continue };
+            match inputs.and_then(|xs| xs[i]) {
+                Some(xs) if slots.number => given.push((slots.slot, xs)),
+                _ if inputs.is_none() => rows.push((slots.slot, slots.len)),
+                _ => {}
+            }
+        }
         let b = rec.lanes;
         for c in &self.chunks {
-            for &(slot, n) in &ranges {
+            let write = |row: usize, data: &[f32]| {
+                let at = (row * c.width * 4) as u64;
+                gpu.queue.write_buffer(&c.x, at, bytemuck::cast_slice(data));
+            };
+            for &(slot, n) in &rows {
                 let (s, e) = (slot as usize, (slot + n) as usize);
-                if c.width == b {
+                if b == 1 && self.lanes > 1 {
+                    for row in s..e {
+                        write(row, &vec![rec.primal[row]; c.width]);
+                    }
+                } else if c.width == b {
                     // One chunk: the rows are contiguous on both sides.
-                    let data = &rec.primal[s * b..e * b];
-                    gpu.queue
-                        .write_buffer(&c.x, (s * b * 4) as u64, bytemuck::cast_slice(data));
-                    continue;
+                    write(s, &rec.primal[s * b..e * b]);
+                } else {
+                    for row in s..e {
+                        write(row, &rec.primal[row * b + c.offset..][..c.width]);
+                    }
                 }
-                for row in s..e {
-                    let data = &rec.primal[row * b + c.offset..row * b + c.offset + c.width];
-                    gpu.queue.write_buffer(
-                        &c.x,
-                        (row * c.width * 4) as u64,
-                        bytemuck::cast_slice(data),
-                    );
-                }
+            }
+            for &(slot, xs) in &given {
+                write(slot as usize, &xs[c.offset..c.offset + c.width]);
             }
         }
     }
@@ -476,7 +557,13 @@ impl DeviceTape {
             }
         }
         let mut failures: Vec<(GuardKind, u32)> = Vec::new();
-        for (g, _) in rec.tape.guards.iter().zip(&guard_failed).filter(|(_, f)| **f) {
+        for (g, _) in rec
+            .tape
+            .guards
+            .iter()
+            .zip(&guard_failed)
+            .filter(|(_, f)| **f)
+        {
             let kind = g.check.kind();
             match failures.iter_mut().find(|(k, _)| *k == kind) {
                 Some((_, n)) => *n += 1,

@@ -21,7 +21,9 @@ fn elementwise_ops_agree_with_the_cpu() {
     let pos: Vec<f32> = (0..n).map(|i| 0.01 + 9.0 * i as f32 / n as f32).collect();
     let unit: Vec<f32> = (0..n).map(|i| -0.99 + 1.98 * i as f32 / n as f32).collect();
     let ys: Vec<f32> = (0..n).map(|i| 0.5 + (i % 7) as f32).collect();
-    for op in ["exp", "sin", "cos", "tan", "atan", "sinh", "cosh", "tanh", "abs", "square"] {
+    for op in [
+        "exp", "sin", "cos", "tan", "atan", "sinh", "cosh", "tanh", "abs", "square",
+    ] {
         sweep(&gpu, &format!("({op} x)"), xs.clone(), ys.clone());
     }
     for op in ["log", "sqrt"] {

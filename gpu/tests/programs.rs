@@ -34,7 +34,8 @@ fn fuzz_corpus_on_the_gpu() {
             for shift in [1e-3, 5e-2] {
                 let what = format!("fuzz #{id} B={lanes} shift={shift}");
                 let (first, next) = (bind(0.0, lanes), bind(shift, lanes));
-                if let Some(seen) = gpu_matches_cpu(&gpu, &what, &program, (&first, &next), usize::MAX)
+                if let Some(seen) =
+                    gpu_matches_cpu(&gpu, &what, &program, (&first, &next), usize::MAX)
                 {
                     runs += 1;
                     flagged += seen.failed;
@@ -68,9 +69,8 @@ fn diverging_lanes_are_merged_and_flagged_as_on_the_cpu() {
             }
             b
         };
-        // Every fourth lane moves (many across a branch boundary); 40 lanes per chunk.
-        let what = format!("{name}");
-        if let Some(seen) = gpu_matches_cpu(&gpu, &what, &program, (&bind(0), &bind(1)), 64) {
+        // Every fourth lane moves (many across a branch boundary); 64 lanes per chunk.
+        if let Some(seen) = gpu_matches_cpu(&gpu, &name, &program, (&bind(0), &bind(1)), 64) {
             flagged += seen.failed;
         }
     }
@@ -94,7 +94,9 @@ fn linear_algebra_at_n_1_to_8() {
                     .collect()
             })
             .collect();
-        let v: Vec<String> = (0..n).map(|i| format!("{}", 0.5 + i as f32 * 0.25)).collect();
+        let v: Vec<String> = (0..n)
+            .map(|i| format!("{}", 0.5 + i as f32 * 0.25))
+            .collect();
         let v = format!("(vec {})", v.join(" "));
         for body in [
             "(det (scale s m))",
@@ -126,7 +128,9 @@ fn singular_matrices_and_a_long_tape() {
     let Some(gpu) = gpu() else { return };
     // det's cofactors at a singular 4x4 come from the minors.
     let mut b = Bindings::<f32>::new();
-    let singular = vec![1.0, 2.0, 3.0, 4.0, 2.0, 4.0, 6.0, 8.0, 0.0, 1.0, 0.0, 1.0, 1.0, 0.0, 2.0, 5.0];
+    let singular = vec![
+        1.0, 2.0, 3.0, 4.0, 2.0, 4.0, 6.0, 8.0, 0.0, 1.0, 0.0, 1.0, 1.0, 0.0, 2.0, 5.0,
+    ];
     b.lanes("s", vec![1.0, 2.0]).matrix("m", 4, 4, singular);
     let program = Program::new("(det (scale s m))", &b.names()).expect("decodes");
     gpu_matches_cpu(&gpu, "singular det", &program, (&b, &b), usize::MAX).expect("runs");
@@ -159,4 +163,55 @@ fn a_lost_device_is_an_error_and_earlier_results_stand() {
     );
     assert!(matches!(gpu.upload(&rec), Err(ndvm_gpu::GpuError::Lost(_))));
     assert!(agree(before.result[2], 3.0 * (-2.0f32).exp()));
+}
+
+#[test]
+fn one_walked_lane_replays_a_population() {
+    let Some(gpu) = gpu() else { return };
+    let mut checked = 0;
+    for (name, src, inputs) in divergence_programs() {
+        let names: Vec<&str> = inputs.iter().map(String::as_str).collect();
+        let program = Program::new(&src, &names).expect("decodes");
+        let lanes = 200;
+        let column =
+            |i: &str| -> Vec<f32> { (0..lanes).map(|l| divergence_value(i, l, 0)).collect() };
+        let mut one = Bindings::<f32>::new();
+        let mut all = Bindings::<f32>::new();
+        for &i in &names {
+            one.lanes(i, vec![column(i)[0]]);
+            all.lanes(i, column(i));
+        }
+        let mut vm = Vm::<f32>::default();
+        let Ok(v) = vm.eval(&program, &one, true) else {
+            continue;
+        };
+        if vm.numbers(v).is_none() {
+            continue;
+        }
+        // A result that is a constant in the walked lane records nothing to replay.
+        let Some(rec) = vm.recording() else { continue };
+        let mut tape = gpu.upload_broadcast(&rec, lanes).expect("uploads");
+        let cols: Vec<Vec<f32>> = names.iter().map(|&i| column(i)).collect();
+        let given: Vec<Option<&[f32]>> = cols.iter().map(|c| Some(c.as_slice())).collect();
+        let run = tape.run_lanes(&gpu, &rec, &given, true).expect("runs");
+        let mut fresh = Vm::<f32>::default();
+        let Ok(w) = fresh.eval(&program, &all, true) else {
+            continue;
+        };
+        let want = fresh.numbers(w).expect("a number");
+        fresh.backward(w);
+        assert!(!run.failed.contains(&0), "{name}: the walked lane holds");
+        for l in (0..lanes).filter(|l| !run.failed.contains(&(*l as u32))) {
+            assert!(agree(run.result[l], want[l]), "{name} lane {l}");
+            for (i, g) in run.grads.iter().enumerate() {
+                assert!(
+                    agree(g[l], fresh.grad(i)[l]),
+                    "{name} lane {l} d/d{}",
+                    names[i]
+                );
+            }
+            checked += 1;
+        }
+    }
+    assert!(checked > 500, "{checked} lanes checked");
 }

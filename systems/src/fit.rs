@@ -105,6 +105,8 @@ pub enum FitError {
     Population(#[from] PopulationError),
     #[error("could not start {threads} worker threads: {message}")]
     Threads { threads: usize, message: String },
+    #[error("{0}")]
+    Device(String),
 }
 
 impl Fit {
@@ -157,10 +159,32 @@ impl Fit {
                 .map(|s| Instant::now() + Duration::from_secs_f64(s.clamp(0.0, 1e9))),
         });
         let precision = options.precision.or(scene.precision).unwrap_or_default();
+        let device = settings.device.or(scene.device).unwrap_or_default();
         let mut schedule = match precision {
             Precision::F32 => stage_schedule::<f32>(),
             Precision::F64 => stage_schedule::<f64>(),
         };
+        #[cfg(feature = "gpu")]
+        {
+            let widest = members.iter().map(|m| m.spec.lanes()).max().unwrap_or(0);
+            let ctx = stages::gpu::open(device, precision, widest).map_err(FitError::Device)?;
+            if let Some(gpu) = &ctx.gpu {
+                let name: &'static str = Box::leak(gpu.describe().into_boxed_str());
+                world.resource_mut::<Profile>().device.adapter = Some(name);
+                let mut s = world.resource_mut::<FitSettings>();
+                s.lanes_per_group = s.lanes_per_group.max(stages::gpu::GPU_LANES_PER_GROUP);
+            }
+            world.insert_resource(ctx);
+            if precision == Precision::F32 {
+                schedule.add_systems(stages::gpu::gpu.in_set(Stage::Gpu));
+            }
+        }
+        #[cfg(not(feature = "gpu"))]
+        if device == ndvm_components::scene::Device::Gpu {
+            return Err(FitError::Device(
+                "--device gpu: this build has no GPU support (the `gpu` feature)".into(),
+            ));
+        }
         options.engine.extend(&mut schedule);
         let mut fit = Fit {
             world,

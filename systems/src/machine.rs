@@ -26,6 +26,11 @@ pub struct Machine<R: Real> {
     pub walked: Vec<usize>,
     /// The inputs of those lanes (kept so a replay only rewrites the parameter values).
     pub bindings: ndvm_engine::Bindings<R>,
+    /// Walks so far: a tape uploaded to the GPU belongs to one walk.
+    pub walks: u64,
+    /// The tape on the GPU and the walk it came from (see `stages::gpu`).
+    #[cfg(feature = "gpu")]
+    pub device: Option<(u64, ndvm_gpu::DeviceTape)>,
 }
 
 impl<R: Real> Default for Machine<R> {
@@ -35,6 +40,9 @@ impl<R: Real> Default for Machine<R> {
             result: None,
             walked: Vec::new(),
             bindings: ndvm_engine::Bindings::new(),
+            walks: 0,
+            #[cfg(feature = "gpu")]
+            device: None,
         }
     }
 }

@@ -18,6 +18,9 @@ use std::time::{Duration, Instant};
 pub enum Stage {
     Decode,
     Schedule,
+    /// Replays on the GPU (docs/gpu.md): the row's time is upload + kernel + download, split in
+    /// the profile's `device` times.
+    Gpu,
     Numeric,
     Walk,
     MergeMasks,
@@ -26,9 +29,10 @@ pub enum Stage {
 }
 
 impl Stage {
-    pub const ALL: [Stage; 7] = [
+    pub const ALL: [Stage; 8] = [
         Stage::Decode,
         Stage::Schedule,
+        Stage::Gpu,
         Stage::Numeric,
         Stage::Walk,
         Stage::MergeMasks,
@@ -40,6 +44,7 @@ impl Stage {
         match self {
             Stage::Decode => "decode",
             Stage::Schedule => "schedule",
+            Stage::Gpu => "gpu",
             Stage::Walk => "walk",
             Stage::Numeric => "numeric",
             Stage::MergeMasks => "merge-masks",
@@ -87,6 +92,21 @@ pub struct Counters {
     pub groups: u64,
 }
 
+/// What the GPU stage spent, by part, and what it ran.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct DeviceTimes {
+    /// The adapter the fit ran on (`None`: the CPU only).
+    pub adapter: Option<&'static str>,
+    /// Lane-group runs on the device, and the lanes they computed.
+    pub runs: u64,
+    pub lanes: u64,
+    /// Tapes uploaded (instructions and leaf rows: once per walk).
+    pub uploads: u64,
+    pub upload_s: f64,
+    pub kernel_s: f64,
+    pub download_s: f64,
+}
+
 /// Failed replay guards by kind.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct GuardFailures {
@@ -99,8 +119,10 @@ pub struct GuardFailures {
 /// The profile of a fit: per-stage times, counters and wall time (a resource of the world).
 #[derive(Resource, Clone, Debug, Default)]
 pub struct Profile {
-    pub stages: [StageTime; 7],
+    pub stages: [StageTime; 8],
     pub counters: Counters,
+    /// The GPU stage's parts.
+    pub device: DeviceTimes,
     /// Wall time of the step loop (schedule runs), stages included.
     pub wall: Duration,
 }
@@ -118,6 +140,7 @@ impl StageTimer {
         let span = match stage {
             Stage::Decode => tracing::info_span!("decode"),
             Stage::Schedule => tracing::info_span!("schedule"),
+            Stage::Gpu => tracing::info_span!("gpu"),
             Stage::Walk => tracing::info_span!("walk"),
             Stage::Numeric => tracing::info_span!("numeric"),
             Stage::MergeMasks => tracing::info_span!("merge-masks"),
@@ -204,6 +227,7 @@ impl Profile {
             ecs_s: self.overhead().as_secs_f64(),
             ecs_share: share(self.overhead()),
             counters: self.counters,
+            device: self.device,
         }
     }
 }
@@ -228,6 +252,7 @@ pub struct ProfileReport {
     pub ecs_s: f64,
     pub ecs_share: f64,
     pub counters: Counters,
+    pub device: DeviceTimes,
 }
 
 impl ProfileReport {
@@ -257,6 +282,19 @@ impl ProfileReport {
             self.ecs_share * 100.0
         );
         out += &format!("{:<12} {:>8} {:>12.3}\n", "wall", "", ms(self.wall_s));
+        let d = &self.device;
+        if let Some(adapter) = d.adapter {
+            out += &format!(
+                "\ngpu ({adapter}): runs {}  lanes {}  uploads {}  upload {:.3} ms  kernel {:.3} ms  \
+                 download {:.3} ms\n",
+                d.runs,
+                d.lanes,
+                d.uploads,
+                ms(d.upload_s),
+                ms(d.kernel_s),
+                ms(d.download_s)
+            );
+        }
         let c = &self.counters;
         out += &format!(
             "\nsteps {}  walks {}  replays {}  tape nodes {}  lanes walked {}  replayed {}  \

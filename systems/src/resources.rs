@@ -18,6 +18,9 @@ pub struct FitSettings {
     /// Walk every group on every step instead of replaying recorded tapes (the reference
     /// behaviour; results are the same, only slower).
     pub walk_every_step: bool,
+    /// Where replays run (default: the scene's `device`, else `Auto`); `None` here defers to
+    /// the scene.
+    pub device: Option<ndvm_components::scene::Device>,
 }
 
 impl Default for FitSettings {
@@ -26,6 +29,7 @@ impl Default for FitSettings {
             lanes_per_group: 256,
             window: 1024,
             walk_every_step: false,
+            device: None,
         }
     }
 }

@@ -49,6 +49,9 @@ pub struct FitArgs {
     /// reference behaviour: the same results, more time).
     #[arg(long)]
     walk_every_step: bool,
+    /// Where replayed tapes run (default: the scene's `device`, else auto; docs/gpu.md).
+    #[arg(long, value_enum, value_name = "cpu|gpu|auto")]
+    device: Option<crate::device::DeviceArg>,
 }
 
 #[derive(Args, Debug)]
@@ -68,6 +71,9 @@ pub struct ProfileArgs {
     /// Walk every candidate on every step (to compare with replaying tapes).
     #[arg(long)]
     walk_every_step: bool,
+    /// Where replayed tapes run (default: the scene's `device`, else auto; docs/gpu.md).
+    #[arg(long, value_enum, value_name = "cpu|gpu|auto")]
+    device: Option<crate::device::DeviceArg>,
 }
 
 pub fn fit(args: FitArgs) -> Result<(), Failure> {
@@ -78,7 +84,7 @@ pub fn fit(args: FitArgs) -> Result<(), Failure> {
         threads: args.threads,
         steps: args.steps,
         interrupted: Some(interrupted.clone()),
-        settings: settings(args.walk_every_step),
+        settings: settings(args.walk_every_step, args.device),
         ..FitOptions::default()
     };
     let results = args
@@ -157,7 +163,7 @@ pub fn profile(args: ProfileArgs) -> Result<(), Failure> {
         threads: args.threads,
         steps: args.steps,
         interrupted: Some(interrupt_flag()),
-        settings: settings(args.walk_every_step),
+        settings: settings(args.walk_every_step, args.device),
         ..FitOptions::default()
     };
     let mut fit = start(&scene, &base, &options, &args.scene)?;
@@ -318,9 +324,10 @@ fn trace_to(path: &Path) -> Result<tracing_chrome::FlushGuard, Failure> {
 }
 
 /// The default lane layout, with replay switched off on request.
-fn settings(walk_every_step: bool) -> FitSettings {
+fn settings(walk_every_step: bool, device: Option<crate::device::DeviceArg>) -> FitSettings {
     FitSettings {
         walk_every_step,
+        device: device.map(Into::into),
         ..FitSettings::default()
     }
 }

@@ -21,6 +21,7 @@ macro_rules! say_raw {
     }};
 }
 
+mod device;
 mod diagnostics;
 mod fit;
 mod fuzz;

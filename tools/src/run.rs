@@ -1,6 +1,7 @@
 //! `ndvm run`: evaluate one program over lanes.
 
 use crate::Failure;
+use crate::device::DeviceArg;
 use crate::{diagnostics, output};
 use clap::{Args, ValueEnum};
 use ndvm_components::BindingsFile;
@@ -53,6 +54,11 @@ pub struct RunArgs {
     /// Payload limit in bytes.
     #[arg(long, value_name = "N")]
     max_payload_bytes: Option<u64>,
+    /// Where the numbers are computed: `gpu` walks on the CPU (recording the tape) and replays
+    /// it — forward and gradient — on the GPU (f32 only); `auto` and `cpu` stay on the CPU
+    /// (one evaluation does not pay for an upload). The JSON names the device.
+    #[arg(long, value_enum, default_value_t = DeviceArg::Auto, value_name = "cpu|gpu|auto")]
+    device: DeviceArg,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -154,6 +160,11 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
     if args.repeat == 0 {
         return Err(Failure::Usage("--repeat must be at least 1".into()));
     }
+    if args.device == DeviceArg::Gpu && args.precision == Precision::F64 {
+        return Err(Failure::Usage(
+            "--device gpu computes in f32: use --precision f32".into(),
+        ));
+    }
     match args.precision {
         Precision::F32 => run_with::<f32>(&args),
         Precision::F64 => run_with::<f64>(&args),
@@ -175,10 +186,25 @@ fn run_with<R: Real>(args: &RunArgs) -> Result<(), Failure> {
     let program = Program::new(&src, &bindings.names()).map_err(fail)?;
     let mut vm = Vm::<R>::new(args.limits());
     let mut times = Vec::with_capacity(args.repeat);
+    let mut adapter = None;
     let mut result = None;
+    let on_gpu = args.device == DeviceArg::Gpu;
     for _ in 0..args.repeat {
         let t = Instant::now();
-        let e = evaluate(&mut vm, &program, &bindings, args.grad).map_err(fail)?;
+        // The GPU replays a recorded tape: the walk records one even without --grad.
+        let mut e = evaluate(&mut vm, &program, &bindings, args.grad || on_gpu).map_err(fail)?;
+        if on_gpu {
+            let (vm, e) = (
+                (&mut vm as &mut dyn std::any::Any).downcast_mut::<Vm<f32>>(),
+                (&mut e as &mut dyn std::any::Any).downcast_mut::<Evaluation<f32>>(),
+            );
+            if let (Some(vm), Some(e)) = (vm, e) {
+                adapter = Some(gpu_replay(vm, &program, e)?);
+            }
+        }
+        if !args.grad {
+            e.grads.clear();
+        }
         times.push(t.elapsed().as_secs_f64() * 1e6);
         result = Some(e);
     }
@@ -199,8 +225,66 @@ fn run_with<R: Real>(args: &RunArgs) -> Result<(), Failure> {
         (median, args.repeat)
     });
     if args.json {
-        output::print(&output::to_json(&e, timing).to_string())
+        let mut json = output::to_json(&e, timing);
+        json["device"] = serde_json::json!(adapter.as_deref().unwrap_or("cpu"));
+        output::print(&json.to_string())
     } else {
         output::print(&output::table(&e))
     }
+}
+
+/// Replays the tape `vm` just recorded on the GPU and puts the device's numbers into `e`
+/// (lanes whose guards fail there keep the walk's values); returns the adapter's name.
+fn gpu_replay(
+    vm: &mut Vm<f32>,
+    program: &Program,
+    e: &mut Evaluation<f32>,
+) -> Result<String, Failure> {
+    let device = |e: ndvm_gpu::GpuError| {
+        say!("error: --device gpu: {e}");
+        Failure::Program
+    };
+    let gpu = ndvm_systems::stages::gpu::shared_gpu().map_err(device)?;
+    let Some(rec) = vm.recording() else {
+        say!("error: --device gpu: the result is not numbers, so there is no tape to replay");
+        return Err(Failure::Program);
+    };
+    let mut tape = gpu.upload(&rec).map_err(device)?;
+    let run = tape.run(&gpu, &rec, true).map_err(device)?;
+    let b = e.lanes;
+    let held = |l: usize| run.failed.binary_search(&(l as u32)).is_err();
+    match &mut e.result {
+        Output::Numbers(xs) => {
+            for (l, x) in xs.iter_mut().enumerate().filter(|(l, _)| held(*l)) {
+                *x = run.result[l];
+            }
+        }
+        Output::Vector(data) | Output::Matrix { data, .. } => {
+            for (l, lane) in data.iter_mut().enumerate().filter(|(l, _)| held(*l)) {
+                for (k, x) in lane.iter_mut().enumerate() {
+                    *x = run.result[k * b + l];
+                }
+            }
+        }
+        Output::Data(_) => {}
+    }
+    for (name, g) in &mut e.grads {
+        let i = program
+            .inputs
+            .iter()
+            .position(|n| n.as_str() == name.as_str());
+        let Some(dev) = i.and_then(|i| run.grads.get(i)).filter(|d| !d.is_empty()) else {
+            continue;
+        };
+        for (l, x) in g.iter_mut().enumerate().filter(|(l, _)| held(*l)) {
+            *x = dev[l];
+        }
+    }
+    if !run.failed.is_empty() {
+        say!(
+            "gpu: {} lane(s) failed a guard on the device; their values are the CPU walk's",
+            run.failed.len()
+        );
+    }
+    Ok(gpu.describe())
 }

@@ -47,6 +47,9 @@ pub struct SearchArgs {
     /// Walk every step instead of replaying tapes (the same results, more time).
     #[arg(long)]
     walk_every_step: bool,
+    /// Where calibrations replay (default: the scene's `device`, else auto; docs/gpu.md).
+    #[arg(long, value_enum, value_name = "cpu|gpu|auto")]
+    device: Option<crate::device::DeviceArg>,
 }
 
 /// One line of the calibration log: the record, then its wall-clock time.
@@ -102,6 +105,7 @@ pub fn search(args: SearchArgs) -> Result<(), Failure> {
         interrupted: Some(interrupted.clone()),
         precision,
         walk_every_step: args.walk_every_step,
+        device: args.device.map(Into::into),
         ..SearchOptions::default()
     };
     let mut search = Search::new(&scene, &base, &options).map_err(|e| {

@@ -60,7 +60,7 @@ pub fn gpu_matches_cpu(
     vm.numbers(v)?;
     let mut tape = {
         let rec = vm.recording()?;
-        match gpu.upload_chunked(&rec, max_width) {
+        match gpu.upload_chunked(&rec, rec.lanes, max_width) {
             Ok(t) => t,
             Err(e) => panic!("{what}: upload: {e}"),
         }

@@ -95,6 +95,9 @@ pub struct SearchOptions {
     /// Default: the scene's `precision`, else f32 (the reference protocol's).
     pub precision: Option<Precision>,
     pub walk_every_step: bool,
+    /// Where calibrations replay (default: the scene's `device`, else `Auto`, which keeps a
+    /// search's narrow candidates on the CPU).
+    pub device: Option<ndvm_components::scene::Device>,
 }
 
 /// A search that could not start.
@@ -250,6 +253,7 @@ impl Search {
                 // candidates, and one group is one walk and one pass over the gradients.
                 lanes_per_group: lanes_per_candidate.clamp(256, 4096),
                 walk_every_step: options.walk_every_step,
+                device: options.device,
             },
             engine: options.engine.clone(),
             precision: Some(precision),

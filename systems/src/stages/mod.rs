@@ -4,6 +4,8 @@
 
 pub mod backward;
 pub mod decode;
+#[cfg(feature = "gpu")]
+pub mod gpu;
 pub mod merge_masks;
 pub mod numeric;
 pub mod optimize;

@@ -78,7 +78,11 @@ pub fn numeric<R: Real>(
             .get(g.candidate)
             .is_ok_and(|c| *c.3 == Status::Active)
     };
-    let mut todo: Vec<_> = groups.iter_mut().filter(|(g, ..)| active(g)).collect();
+    // Groups the GPU stage ran this step are done.
+    let mut todo: Vec<_> = groups
+        .iter_mut()
+        .filter(|(g, route, ..)| active(g) && **route != Route::Device)
+        .collect();
     let walk_every_step = settings.walk_every_step;
     let cands = &candidates;
     // Each group: what happened, and the time its replay and its backward pass took.
@@ -128,19 +132,8 @@ pub fn numeric<R: Real>(
                 if !split.is_empty() {
                     c.rewalked_lanes += split.len() as u64;
                     c.groups += 1;
-                    let candidate = group.candidate;
-                    let id = commands
-                        .spawn((
-                            LaneGroup {
-                                candidate,
-                                lanes: split,
-                            },
-                            Route::Walk,
-                            GroupOutputs::default(),
-                            Machine::<R>::default(),
-                        ))
-                        .id();
-                    if let Ok((.., mut ids)) = candidates.get_mut(candidate) {
+                    let id = split_off::<R>(&mut commands, group.candidate, split);
+                    if let Ok((.., mut ids)) = candidates.get_mut(group.candidate) {
                         ids.0.push(id);
                     }
                 }
@@ -155,6 +148,22 @@ pub fn numeric<R: Real>(
         }
     }
     profile.record_shared(timer, Stage::Backward, (replay_time, backward_time));
+}
+
+/// A new group for `lanes` of `candidate` (lanes whose guards failed), walked this step.
+pub(crate) fn split_off<R: Real>(
+    commands: &mut Commands,
+    candidate: Entity,
+    lanes: Vec<usize>,
+) -> Entity {
+    commands
+        .spawn((
+            LaneGroup { candidate, lanes },
+            Route::Walk,
+            GroupOutputs::default(),
+            Machine::<R>::default(),
+        ))
+        .id()
 }
 
 /// Replays one group's tape with its candidate's current parameters.

@@ -42,6 +42,7 @@ pub fn walk<R: Real>(
             };
             machine.bindings = bind(&group.lanes, spec, values);
             machine.walked.clone_from(&group.lanes);
+            machine.walks += 1;
             walk_group(machine, out, &compiled.0, &cand.source, group.lanes.len());
             (1, out.tape_nodes)
         })

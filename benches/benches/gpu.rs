@@ -1,0 +1,147 @@
+//! The GPU system's sweep (docs/gpu.md): the D-dimensional Kalman filter's negative
+//! log-likelihood, replay + gradient over a population of lanes, on the GPU against the CPU
+//! replay on all cores of the same machine.
+//!
+//! - `gpu/kalman_nd/D/lanes`: one walked lane's tape (`upload_broadcast`) run over every lane
+//!   by the WGSL interpreter (new parameter rows up, results and gradient rows down);
+//! - `cpu/kalman_nd/D/lanes`: the same lanes cut into one chunk per core, each chunk's tape
+//!   walked once and replayed (forward + backward) per iteration, chunks in parallel (rayon).
+//!
+//! The default sweep is small (D = 2, 8 at 1,024 lanes) so CI's software Vulkan finishes it;
+//! `NDVM_GPU_SWEEP=full` runs D = 2, 4, 8, 16, 32 × 1 k, 4 k, 16 k, 64 k lanes (on a real
+//! GPU). Without an adapter the GPU rows are skipped (with `REQUIRE_GPU=1`, a panic).
+
+use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use ndvm_engine::prelude::*;
+use rayon::prelude::*;
+use std::hint::black_box;
+
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+const STEPS: usize = 80;
+
+/// The D-dimensional filter (the text of `scenes/kalman_nd.scm` with D and T substituted).
+fn program(d: usize) -> Program {
+    let zeros = vec!["0.0"; d].join(" ");
+    let src = format!(
+        "(loop ((k 0) (x (vec {zeros})) (P (eye {d})) (L 0.0))
+           (if (= k {STEPS}) L
+             (let* ((Q (scale q (eye {d}))) (R (scale r (eye {d}))) (Ppred (+ P Q))
+                    (y (ref obs k)) (e (- y x)) (S (+ Ppred R)) (Sinv (inv S))
+                    (Kg (matmul Ppred Sinv)) (xnew (+ x (matvec Kg e)))
+                    (Pnew (matmul (- (eye {d}) Kg) Ppred))
+                    (nll (+ (logdet S) (dot e (matvec Sinv e)))))
+               (recur (+ k 1) xnew Pnew (+ L nll)))))"
+    );
+    Program::new(&src, &["q", "r", "obs"]).expect("kalman_nd decodes")
+}
+
+fn observations(d: usize) -> Vec<f32> {
+    (0..STEPS * d)
+        .map(|i| ((i as f32 * 0.618_034).fract() - 0.5) * (1.0 + (i / d) as f32 * 0.02))
+        .collect()
+}
+
+/// Lanes `from..to` of the population: q and r spread around (0.1, 0.2).
+fn bindings(d: usize, from: usize, to: usize) -> Bindings<f32> {
+    let mut b = Bindings::new();
+    b.lanes(
+        "q",
+        (from..to)
+            .map(|l| 0.05 + 0.1 * ((l * 7) % 97) as f32 / 97.0)
+            .collect(),
+    )
+    .lanes(
+        "r",
+        (from..to)
+            .map(|l| 0.1 + 0.2 * ((l * 13) % 89) as f32 / 89.0)
+            .collect(),
+    )
+    .matrix("obs", STEPS, d, observations(d));
+    b
+}
+
+fn sweep() -> (Vec<usize>, Vec<usize>) {
+    if std::env::var("NDVM_GPU_SWEEP").is_ok_and(|v| v == "full") {
+        (
+            vec![2, 4, 8, 16, 32],
+            vec![1 << 10, 1 << 12, 1 << 14, 1 << 16],
+        )
+    } else {
+        (vec![2, 8], vec![1 << 10])
+    }
+}
+
+fn gpu(c: &mut Criterion) {
+    let gpu = match ndvm_gpu::Gpu::new() {
+        Ok(g) => Some(g),
+        Err(e) if std::env::var("REQUIRE_GPU").is_ok_and(|v| v == "1") => panic!("{e}"),
+        Err(_) => None,
+    };
+    let (dims, widths) = sweep();
+    let mut group = c.benchmark_group("kalman_nd");
+    group.sample_size(10);
+    for &d in &dims {
+        let program = program(d);
+        for &lanes in &widths {
+            group.throughput(Throughput::Elements(lanes as u64));
+            if let Some(gpu) = &gpu {
+                let mut vm = Vm::<f32>::default();
+                let v = vm.eval(&program, &bindings(d, 0, 1), true).expect("walks");
+                assert!(vm.numbers(v).is_some());
+                let rec = vm.recording().expect("recorded");
+                let mut tape = gpu.upload_broadcast(&rec, lanes).expect("uploads");
+                let all = bindings(d, 0, lanes);
+                let col = |name: &str| match &all
+                    .items
+                    .iter()
+                    .find(|b| b.name == name)
+                    .expect("bound")
+                    .value
+                {
+                    Input::Lanes(xs) => xs.clone(),
+                    _ => unreachable!("q and r are per lane"),
+                };
+                let (q, r) = (col("q"), col("r"));
+                let given = [Some(q.as_slice()), Some(r.as_slice()), None];
+                let first = tape.run_lanes(gpu, &rec, &given, true).expect("runs");
+                assert!(
+                    first.failed.is_empty(),
+                    "a straight-line tape has no guards to fail"
+                );
+                group.bench_function(BenchmarkId::new(format!("gpu/D{d}"), lanes), |b| {
+                    b.iter(|| black_box(tape.run_lanes(gpu, &rec, &given, true).expect("runs")))
+                });
+            }
+            // The CPU replay on all cores: one chunk per worker thread.
+            let chunks = rayon::current_num_threads().max(1);
+            let per = lanes.div_ceil(chunks);
+            let mut vms: Vec<(Vm<f32>, Bindings<f32>)> = (0..lanes)
+                .step_by(per)
+                .map(|from| {
+                    let b = bindings(d, from, (from + per).min(lanes));
+                    let mut vm = Vm::<f32>::default();
+                    let v = vm.eval(&program, &b, true).expect("walks");
+                    vm.backward(v);
+                    (vm, b)
+                })
+                .collect();
+            group.bench_function(BenchmarkId::new(format!("cpu/D{d}"), lanes), |b| {
+                b.iter(|| {
+                    vms.par_iter_mut().for_each(|(vm, bind)| {
+                        let Replay::Held(v) = vm.replay(&program, bind) else {
+                            panic!("the tape holds")
+                        };
+                        vm.backward(v);
+                        black_box(vm.grad(0).first().copied());
+                    })
+                })
+            });
+        }
+    }
+    group.finish();
+}
+
+criterion_group!(benches, gpu);
+criterion_main!(benches);
