@@ -108,17 +108,7 @@ fn fuzz_corpus_programs_replay_bit_for_bit() {
     for p in &corpus {
         let id = p["id"].as_u64().unwrap_or(0);
         let src = p["src"].as_str().expect("src");
-        let params = p["params"].as_object().expect("params");
-        let bind = |shift: f64, lanes: usize| {
-            let mut b = Bindings::<f32>::new();
-            for (i, (name, v)) in params.iter().enumerate() {
-                let x = v.as_f64().expect("param") * (1.0 + shift);
-                let per_lane =
-                    (0..lanes).map(|l| (x * (1.0 + 0.01 * ((l * (i + 2)) % 5) as f64)) as f32);
-                b.lanes(name, per_lane.collect());
-            }
-            b
-        };
+        let bind = |shift: f64, lanes: usize| fuzz_bindings(p, shift, lanes);
         let program = Program::new(src, &bind(0.0, 1).names()).expect("decodes");
         for lanes in [1, 8] {
             for shift in [1e-3, -1e-2, 5e-2] {

@@ -183,3 +183,16 @@ pub fn divergence_value(name: &str, lane: usize, seed: usize) -> f32 {
         _ => u,
     }) as f32
 }
+
+/// A fuzz-corpus program's parameters over `lanes` lanes, moved by `shift` (relative), each lane
+/// a little apart from the others.
+pub fn fuzz_bindings(p: &serde_json::Value, shift: f64, lanes: usize) -> Bindings<f32> {
+    let params = p["params"].as_object().expect("params");
+    let mut b = Bindings::<f32>::new();
+    for (i, (name, v)) in params.iter().enumerate() {
+        let x = v.as_f64().expect("param") * (1.0 + shift);
+        let per_lane = (0..lanes).map(|l| (x * (1.0 + 0.01 * ((l * (i + 2)) % 5) as f64)) as f32);
+        b.lanes(name, per_lane.collect());
+    }
+    b
+}
