@@ -46,25 +46,37 @@ pub fn evaluate<R: Real>(
     grad: bool,
 ) -> Result<Evaluation<R>> {
     let v = vm.eval(program, bindings, grad)?;
-    let grads = if grad {
-        vm.backward(v);
-        bindings
-            .items
-            .iter()
-            .filter(|b| b.param && !matches!(b.value, Input::Matrix { .. }))
-            .map(|b| (b.name.clone(), vm.input_grad(program, &b.name)))
-            .collect()
-    } else {
-        Vec::new()
-    };
-    Ok(Evaluation {
-        lanes: vm.lanes(),
-        result: vm.output(program, v),
-        grads,
-    })
+    Ok(vm.evaluation(program, bindings, v, grad))
 }
 
 impl<R: Real> Vm<R> {
+    /// The [`Evaluation`] of a finished walk whose result is `v`: with `grad`, runs the backward
+    /// pass and collects every parameter input's gradient. (A client walk ends here too.)
+    pub fn evaluation(
+        &mut self,
+        program: &Program,
+        bindings: &Bindings<R>,
+        v: Value,
+        grad: bool,
+    ) -> Evaluation<R> {
+        let grads = if grad {
+            self.backward(v);
+            bindings
+                .items
+                .iter()
+                .filter(|b| b.param && !matches!(b.value, Input::Matrix { .. }))
+                .map(|b| (b.name.clone(), self.input_grad(program, &b.name)))
+                .collect()
+        } else {
+            Vec::new()
+        };
+        Evaluation {
+            lanes: self.lanes(),
+            result: self.output(program, v),
+            grads,
+        }
+    }
+
     /// The reverse pass from `result` (seeded with 1 in every lane and element).
     pub fn backward(&mut self, result: Value) {
         let seeds = match (result.tag, self.shape(result)) {

@@ -54,7 +54,7 @@ pub use limits::Limits;
 pub use program::{Program, ProgramCache};
 pub use real::Real;
 pub use replay::Replay;
-pub use walk::{Vm, WalkStats};
+pub use walk::{Decision, Vm, WalkStats};
 
 /// The types most callers need.
 pub mod prelude {
@@ -66,5 +66,5 @@ pub mod prelude {
     pub use crate::program::{Program, ProgramCache};
     pub use crate::real::Real;
     pub use crate::replay::Replay;
-    pub use crate::walk::Vm;
+    pub use crate::walk::{Decision, Vm};
 }

@@ -171,7 +171,7 @@ impl<R: Real> Vm<R> {
     }
 
     /// The value of a primitive that makes no calls.
-    fn prim_value(
+    pub(super) fn prim_value(
         &mut self,
         program: &Program,
         node: NodeId,

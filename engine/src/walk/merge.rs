@@ -47,7 +47,7 @@ pub struct Merge {
 }
 
 /// How a test came out over the active lanes.
-enum Split {
+pub(super) enum Split {
     All(bool),
     Mixed { then_set: u32, else_set: u32 },
 }
@@ -118,12 +118,12 @@ impl<R: Real> Vm<R> {
     }
 
     /// Whether `v` is a number or tensor in payload slots (one that can carry an adjoint).
-    fn differentiable(&self, v: Value) -> bool {
+    pub(super) fn differentiable(&self, v: Value) -> bool {
         v.tag == tag::NUM || self.shape(v).is_some()
     }
 
     /// Classifies a test over the active lanes, recording a branch guard for per-lane tests.
-    fn split(&mut self, node: NodeId, test: Value) -> Split {
+    pub(super) fn split(&mut self, node: NodeId, test: Value) -> Split {
         if test.tag != tag::BOOLS {
             return Split::All(!test.is_false());
         }
@@ -173,7 +173,13 @@ impl<R: Real> Vm<R> {
     }
 
     /// The per-lane merge of a split branch's two results (LANGUAGE.md §9.4).
-    fn merge_values(&mut self, program: &Program, st: &Merge, a: Value, b: Value) -> Result<Value> {
+    pub(super) fn merge_values(
+        &mut self,
+        program: &Program,
+        st: &Merge,
+        a: Value,
+        b: Value,
+    ) -> Result<Value> {
         if a == b && !self.differentiable(a) {
             // The same structure or constant on both sides. (The same number or tensor is merged
             // like any other, as a lone run copies it: see the module docs.)

@@ -8,6 +8,7 @@
 //! (pairs, closures, frames, control) records nothing.
 
 mod call;
+mod client;
 mod equality;
 mod extension;
 pub mod kont;
@@ -16,6 +17,7 @@ mod native;
 mod numeric;
 mod tensor;
 
+pub use client::Decision;
 pub(crate) use extension::{Column, forward_lanes};
 pub(crate) use tensor::{Operand, run_elementwise};
 
