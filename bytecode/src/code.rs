@@ -47,7 +47,7 @@ pub struct Code {
     pub parts: Parts,
     pub(crate) resolved: Vec<Callee>,
     pub(crate) plan: Plan,
-    pub(crate) sites: Program,
+    pub(crate) sites: Arc<Program>,
 }
 
 impl Code {
@@ -134,7 +134,7 @@ impl Code {
             parts,
             resolved,
             plan,
-            sites,
+            sites: Arc::new(sites),
         })
     }
 
@@ -142,6 +142,11 @@ impl Code {
     /// primitives. [`ndvm_engine::Vm::replay`] and [`ndvm_engine::Vm::input_grad`] take it.
     pub fn sites(&self) -> &Program {
         &self.sites
+    }
+
+    /// The site program, shared.
+    pub fn sites_shared(&self) -> Arc<Program> {
+        self.sites.clone()
     }
 
     pub fn instrs(&self) -> &[Instr] {

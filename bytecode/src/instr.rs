@@ -49,6 +49,7 @@ impl From<ndvm_engine::syntax::reader::Literal> for Number {
 pub enum Instr {
     /// `( -- c)` a constant.
     Push {
+        #[serde(flatten)]
         value: Number,
     },
     /// `( -- x)` the input with this index.

@@ -37,6 +37,7 @@ pub mod binary;
 pub mod code;
 pub mod compile;
 pub mod exec;
+pub mod executable;
 pub mod instr;
 mod liveness;
 pub mod verify;
@@ -46,6 +47,7 @@ pub use asm::assemble;
 pub use code::{Callee, Code, Parts};
 pub use compile::compile;
 pub use exec::{Runner, evaluate};
+pub use executable::{Executable, Form};
 pub use instr::{Instr, Number};
 
 /// The types most callers need.
@@ -54,5 +56,6 @@ pub mod prelude {
     pub use crate::code::Code;
     pub use crate::compile::compile;
     pub use crate::exec::Runner;
+    pub use crate::executable::{Executable, Form};
     pub use crate::instr::Instr;
 }

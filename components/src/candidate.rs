@@ -9,15 +9,17 @@ use crate::dataset::Dataset;
 use crate::optimizer::{Bounds, Optimizer};
 use crate::scene::Loss;
 use bevy_ecs::prelude::*;
-use ndvm_engine::Program;
+use ndvm_bytecode::{Executable, Form};
 use std::sync::Arc;
 
-/// One candidate program: its position in the population, its name and its source text.
+/// One candidate program: its position in the population, its name, its source text and how
+/// that text is read (dialect source for the walk, or bytecode for the bytecode client).
 #[derive(Component, Clone, Debug)]
 pub struct Candidate {
     pub index: usize,
     pub name: String,
     pub source: String,
+    pub form: Form,
 }
 
 /// What a candidate fits and how.
@@ -77,9 +79,10 @@ pub struct SharedMatrix {
     pub data: Vec<f64>,
 }
 
-/// The decoded program (shared through the program cache).
+/// The decoded program (a walked program shared through the program cache, or linked
+/// bytecode); [`Executable::program`] is what the replay and the GPU stage take.
 #[derive(Component, Clone, Debug)]
-pub struct Compiled(pub Arc<Program>);
+pub struct Compiled(pub Executable);
 
 /// Current parameter values, parameter-major and restart-minor (`p * restarts + r`).
 #[derive(Component, Clone, Debug, PartialEq)]

@@ -158,12 +158,16 @@ pub enum Candidates {
     Inline {
         name: String,
         src: String,
+        /// `src` is `.nbc` bytecode assembly (run by the bytecode client), not dialect source.
+        #[serde(default)]
+        bytecode: bool,
         #[serde(default)]
         parameters: Option<Box<Parameters>>,
         #[serde(default)]
         data: Option<Box<Data>>,
     },
-    /// A `.scm` file; its name is the file stem.
+    /// A program file; its name is the file stem. A `.nbc` file is bytecode assembly, run by
+    /// the bytecode client; anything else is dialect source.
     File(String),
     /// A JSON-lines stream, one candidate a line with `src` and `params` (parameter names), as
     /// in `shared/data/cosearch/`; `take` limits how many lines are read.

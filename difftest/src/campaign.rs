@@ -8,7 +8,7 @@
 //! each independently, and collected in order, so a report is the same for every thread count.
 
 use crate::feature::Feature;
-use crate::gates::{Engines, Gate, Verdict, check};
+use crate::gates::{Engines, Gate, Target, Verdict, check};
 use crate::generate::{Generated, generate};
 use crate::minimize::minimize;
 use crate::oracle;
@@ -35,6 +35,9 @@ pub struct Campaign {
     pub threads: usize,
     /// Shrink failing programs before reporting them.
     pub minimize: bool,
+    /// The client checked: the tree walk, or each program compiled to bytecode (programs
+    /// outside the bytecode subset are regenerated, counted as rejected).
+    pub target: Target,
 }
 
 impl Default for Campaign {
@@ -44,6 +47,7 @@ impl Default for Campaign {
             seed: 1234,
             threads: 0,
             minimize: true,
+            target: Target::Walk,
         }
     }
 }
@@ -73,6 +77,9 @@ struct Outcome {
     rejected: Vec<&'static str>,
 }
 
+/// Why a program is regenerated for the bytecode target.
+pub const OUTSIDE_SUBSET: &str = "outside the bytecode subset";
+
 fn run_case(engines: &mut Engines, seed: u64, i: usize) -> Outcome {
     let mut rejected = Vec::new();
     for a in 0..MAX_ATTEMPTS {
@@ -93,6 +100,13 @@ fn run_case(engines: &mut Engines, seed: u64, i: usize) -> Outcome {
         if let Some(reason) = unsuitable(&o) {
             rejected.push(reason);
             continue;
+        }
+        if engines.target == Target::Bytecode {
+            let names: Vec<&str> = g.params.iter().map(|(n, _)| n.as_str()).collect();
+            if engines.load(&g.src, &names).is_err() {
+                rejected.push(OUTSIDE_SUBSET);
+                continue;
+            }
         }
         let spread = spread(s, g.params.len());
         let f32 = f32_conditioned(&g.src, &g.params, &o);
@@ -167,11 +181,14 @@ pub fn campaign(c: &Campaign, progress: impl Fn(usize) + Sync) -> Report {
     let work = || {
         (0..c.n)
             .into_par_iter()
-            .map_init(Engines::default, |engines, i| {
-                let out = run_case(engines, c.seed, i);
-                progress(done.fetch_add(1, Ordering::Relaxed) + 1);
-                out
-            })
+            .map_init(
+                || Engines::new(c.target),
+                |engines, i| {
+                    let out = run_case(engines, c.seed, i);
+                    progress(done.fetch_add(1, Ordering::Relaxed) + 1);
+                    out
+                },
+            )
             .collect::<Vec<Outcome>>()
     };
     let pool = rayon::ThreadPoolBuilder::new()
@@ -230,8 +247,8 @@ fn summarize(c: &Campaign, outcomes: Vec<Outcome>) -> Report {
             if c.minimize
                 && let Some(g) = &out.generated
             {
-                f.minimized =
-                    minimize_failure(g, &f.gate, &out.spread).map(|forms| program_text(&forms));
+                f.minimized = minimize_failure(g, &f.gate, &out.spread, c.target)
+                    .map(|forms| program_text(&forms));
             }
             failures.push(f);
         }
@@ -240,6 +257,7 @@ fn summarize(c: &Campaign, outcomes: Vec<Outcome>) -> Report {
     Report {
         seed: c.seed,
         n: c.n,
+        target: c.target,
         checked: c.n,
         rejected,
         g4_divergent,
@@ -257,11 +275,12 @@ fn minimize_failure(
     g: &Generated,
     gate: &str,
     spread: &[Vec<f64>; 3],
+    target: Target,
 ) -> Option<Vec<crate::sexpr::Sx>> {
     if gate == "generator" {
         return None;
     }
-    let mut engines = Engines::default();
+    let mut engines = Engines::new(target);
     let reduced = minimize(&g.forms, |src| {
         let Ok(o) = oracle::evaluate(src, &g.params) else {
             return false;

@@ -24,7 +24,8 @@
 //!   rerun with lanes close enough to take the same branches.
 
 use crate::oracle::OracleResult;
-use ndvm_engine::check::{close, finite_differences};
+use ndvm_bytecode::{Executable, Form, Runner};
+use ndvm_engine::check::{close, finite_differences_of};
 use ndvm_engine::prelude::*;
 use serde::Serialize;
 
@@ -69,11 +70,42 @@ impl Verdict {
     }
 }
 
+/// Which client of the engine the gates check.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Target {
+    /// The dialect's tree walk.
+    #[default]
+    Walk,
+    /// The program compiled to bytecode and run by the bytecode VM.
+    Bytecode,
+}
+
 /// The engine's reusable state for checking many programs on one thread.
 #[derive(Debug, Default)]
 pub struct Engines {
     f32: Vm<f32>,
     f64: Vm<f64>,
+    runner: Runner,
+    pub target: Target,
+}
+
+impl Engines {
+    pub fn new(target: Target) -> Self {
+        Engines {
+            target,
+            ..Engines::default()
+        }
+    }
+
+    /// The program for this target: decoded, or compiled to bytecode.
+    pub fn load(&self, src: &str, names: &[&str]) -> ndvm_engine::Result<Executable> {
+        let form = match self.target {
+            Target::Walk => Form::Dialect,
+            Target::Bytecode => Form::Compiled,
+        };
+        Executable::load(form, src.as_bytes(), names, &Registry::default())
+    }
 }
 
 /// Runs G1–G4 on `src` with `params`, against what the oracle computed. `spread` gives the
@@ -89,7 +121,7 @@ pub fn check(
 ) -> Verdict {
     let mut v = Verdict::default();
     let names: Vec<&str> = params.iter().map(|(n, _)| n.as_str()).collect();
-    let program = match Program::new(src, &names) {
+    let program = match engines.load(src, &names) {
         Ok(p) => p,
         Err(e) => {
             v.fail(
@@ -103,8 +135,8 @@ pub fn check(
     // G1 and G2 in both precisions.
     let b64 = bindings::<f64>(params, |x| x);
     let b32 = bindings::<f32>(params, |x| x as f32);
-    let e64 = run(&mut engines.f64, &program, &b64, src);
-    let e32 = run(&mut engines.f32, &program, &b32, src);
+    let e64 = run(&mut engines.f64, &mut engines.runner, &program, &b64, src);
+    let e32 = run(&mut engines.f32, &mut engines.runner, &program, &b32, src);
     let (value64, grad64) = match e64 {
         Ok(r) => r,
         Err(e) => {
@@ -119,6 +151,17 @@ pub fn check(
             return v;
         }
     };
+    if engines.target == Target::Bytecode {
+        walk_agrees(
+            engines,
+            src,
+            &names,
+            (&b64, &b32),
+            (&value64, &grad64),
+            (&value32, &grad32),
+            &mut v,
+        );
+    }
     if !close(value64[0], oracle.value, 1e-9, 1e-9) {
         v.fail(
             Gate::G1,
@@ -180,6 +223,67 @@ pub fn check(
     v
 }
 
+/// The bytecode target's extra check: its values (G1) and gradients (G2) equal the tree walk's
+/// bit for bit, in both precisions (the two clients record the same numeric nodes).
+#[allow(clippy::type_complexity)]
+fn walk_agrees(
+    engines: &mut Engines,
+    src: &str,
+    names: &[&str],
+    (b64, b32): (&Bindings<f64>, &Bindings<f32>),
+    (v64, g64): (&[f64], &[Vec<f64>]),
+    (v32, g32): (&[f32], &[Vec<f32>]),
+    v: &mut Verdict,
+) {
+    let Ok(program) = Program::new(src, names) else {
+        return v.fail(
+            Gate::G1,
+            "the walk rejects a program the bytecode runs".into(),
+        );
+    };
+    let mut check = |gate: Gate, what: &str, walk: Vec<u64>, vm: Vec<u64>| {
+        if walk != vm {
+            v.fail(
+                gate,
+                format!("{what}: bytecode {vm:?} vs walk {walk:?} (bits)"),
+            );
+        }
+    };
+    let bits = |xs: &[f64]| xs.iter().map(|x| x.to_bits()).collect::<Vec<u64>>();
+    let bits32 = |xs: &[f32]| {
+        xs.iter()
+            .map(|x| u64::from(x.to_bits()))
+            .collect::<Vec<u64>>()
+    };
+    let flat = |g: &[Vec<f64>]| g.iter().flat_map(|x| bits(x)).collect::<Vec<u64>>();
+    let flat32 = |g: &[Vec<f32>]| g.iter().flat_map(|x| bits32(x)).collect::<Vec<u64>>();
+    match evaluate(&mut engines.f64, &program, b64, true) {
+        Ok(e) => {
+            let (wv, wg) = split(e);
+            check(Gate::G1, "f64 value", bits(&wv), bits(v64));
+            check(Gate::G2, "f64 gradient", flat(&wg), flat(g64));
+        }
+        Err(e) => check(Gate::G1, &format!("the walk fails: {e}"), vec![], vec![1]),
+    }
+    match evaluate(&mut engines.f32, &program, b32, true) {
+        Ok(e) => {
+            let (wv, wg) = split(e);
+            check(Gate::G1, "f32 value", bits32(&wv), bits32(v32));
+            check(Gate::G2, "f32 gradient", flat32(&wg), flat32(g32));
+        }
+        Err(e) => check(Gate::G1, &format!("the walk fails: {e}"), vec![], vec![1]),
+    }
+}
+
+/// Values and per-parameter gradients of an evaluation (non-numbers as NaN).
+fn split<R: Real>(e: Evaluation<R>) -> (Vec<R>, Vec<Vec<R>>) {
+    let values = match e.result {
+        Output::Numbers(xs) => xs,
+        _ => vec![R::nan(); e.lanes],
+    };
+    (values, e.grads.into_iter().map(|(_, g)| g).collect())
+}
+
 /// Steps tried by G3 in turn: a sharply curved program (a loop feeding `cos`, say) is resolved
 /// only by a small step, while a program whose small value is the difference of large
 /// intermediates loses its digits to rounding at a small step and needs a large one.
@@ -211,11 +315,17 @@ fn stencil_flips(src: &str, params: &[(String, f64)], oracle: &OracleResult) -> 
 #[allow(clippy::type_complexity)]
 fn g3(
     engines: &mut Engines,
-    program: &Program,
+    program: &Executable,
     b64: &Bindings<f64>,
     value: f64,
     grad: &[Vec<f64>],
 ) -> ndvm_engine::Result<(Vec<f64>, Vec<(String, String)>)> {
+    let (vm, runner) = (&mut engines.f64, &mut engines.runner);
+    let mut fd = |h: f64| {
+        finite_differences_of(b64, h, |b| {
+            program.evaluate(vm, runner, b, false).map(|e| e.result)
+        })
+    };
     let mut reference = vec![f64::NAN; grad.len()];
     let mut open: Vec<usize> = (0..grad.len()).collect();
     let mut last = Vec::new();
@@ -223,8 +333,8 @@ fn g3(
         if open.is_empty() {
             break;
         }
-        let d1 = finite_differences(&mut engines.f64, program, b64, h)?;
-        let d2 = finite_differences(&mut engines.f64, program, b64, 2.0 * h)?;
+        let d1 = fd(h)?;
+        let d2 = fd(2.0 * h)?;
         last.clear();
         open.retain(|&i| {
             let (g, a, b) = (grad[i][0], d1[i].1[0], d2[i].1[0]);
@@ -262,11 +372,14 @@ type Run<R> = (Vec<R>, Vec<Vec<R>>);
 /// Value and gradients per lane, or the rendered error.
 fn run<R: Real>(
     vm: &mut Vm<R>,
-    program: &Program,
+    runner: &mut Runner,
+    program: &Executable,
     b: &Bindings<R>,
     src: &str,
 ) -> Result<Run<R>, String> {
-    let out = evaluate(vm, program, b, true).map_err(|e| e.render(src))?;
+    let out = program
+        .evaluate(vm, runner, b, true)
+        .map_err(|e| e.render(src))?;
     match out.result {
         Output::Numbers(xs) => Ok((xs, out.grads.into_iter().map(|(_, g)| g).collect())),
         other => Err(format!("the result is not a number: {other:?}")),
@@ -280,12 +393,13 @@ enum LaneOutcome {
 
 fn lanes_check(
     engines: &mut Engines,
-    program: &Program,
+    program: &Executable,
     params: &[(String, f64)],
     spread: &[Vec<f64>; 3],
     scale: f64,
     src: &str,
 ) -> Result<(), LaneOutcome> {
+    let runner = &mut engines.runner;
     let lane_params: Vec<Vec<f64>> = std::iter::once(vec![0.0; params.len()])
         .chain(spread.iter().cloned())
         .map(|off| {
@@ -296,17 +410,17 @@ fn lanes_check(
                 .collect()
         })
         .collect();
-    lanes_one(&mut engines.f64, program, params, &lane_params, src, |x| x)?;
-    lanes_one(&mut engines.f32, program, params, &lane_params, src, |x| {
+    let lanes = (params, lane_params.as_slice());
+    lanes_one((&mut engines.f64, &mut *runner), program, lanes, src, |x| x)?;
+    lanes_one((&mut engines.f32, runner), program, lanes, src, |x| {
         x as f32
     })
 }
 
 fn lanes_one<R: Real>(
-    vm: &mut Vm<R>,
-    program: &Program,
-    params: &[(String, f64)],
-    lane_params: &[Vec<f64>],
+    (vm, runner): (&mut Vm<R>, &mut Runner),
+    program: &Executable,
+    (params, lane_params): (&[(String, f64)], &[Vec<f64>]),
     src: &str,
     conv: impl Fn(f64) -> R,
 ) -> Result<(), LaneOutcome> {
@@ -314,7 +428,7 @@ fn lanes_one<R: Real>(
     for (i, (name, _)) in params.iter().enumerate() {
         batch.lanes(name, lane_params.iter().map(|l| conv(l[i])).collect());
     }
-    let wide = match evaluate(vm, program, &batch, true) {
+    let wide = match program.evaluate(vm, runner, &batch, true) {
         Ok(out) => out,
         Err(e) if e.kind == ErrorKind::Divergence => return Err(LaneOutcome::Diverged),
         Err(e) => return Err(LaneOutcome::Mismatch(format!("batch: {}", e.render(src)))),
@@ -324,7 +438,8 @@ fn lanes_one<R: Real>(
         for (i, (name, _)) in params.iter().enumerate() {
             alone.scalar(name, conv(ps[i]));
         }
-        let one = evaluate(vm, program, &alone, true)
+        let one = program
+            .evaluate(vm, runner, &alone, true)
             .map_err(|e| LaneOutcome::Mismatch(format!("lane {lane} alone: {}", e.render(src))))?;
         let same = lane_bits(&wide, lane) == lane_bits(&one, 0);
         if !same {

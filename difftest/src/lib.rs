@@ -45,7 +45,7 @@ pub use report::Report;
 pub mod prelude {
     pub use crate::campaign::{Campaign, campaign};
     pub use crate::feature::Feature;
-    pub use crate::gates::{Gate, Verdict, check};
+    pub use crate::gates::{Gate, Target, Verdict, check};
     pub use crate::generate::generate;
     pub use crate::report::{Case, Failure, FamilyRow, Report};
 }

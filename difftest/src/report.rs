@@ -45,6 +45,8 @@ pub struct FamilyRow {
 pub struct Report {
     pub seed: u64,
     pub n: usize,
+    /// The client checked.
+    pub target: crate::gates::Target,
     /// Programs checked (always `n`).
     pub checked: usize,
     /// Generated programs the oracle turned away, by reason.

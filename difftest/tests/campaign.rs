@@ -38,6 +38,7 @@ fn the_report_is_the_same_for_every_thread_count() {
             seed: 99,
             threads,
             minimize: true,
+            target: Target::Walk,
         };
         let r = campaign(&c, |_| {});
         let corpus: Vec<String> = r
@@ -64,4 +65,41 @@ fn progress_reports_every_program() {
         seen.fetch_max(done, std::sync::atomic::Ordering::Relaxed);
     });
     assert_eq!(seen.into_inner(), 30);
+}
+
+#[test]
+fn the_bytecode_client_passes_every_gate_and_matches_the_walk_bit_for_bit() {
+    // The bytecode target also requires the compiled program's values and gradients to equal
+    // the tree walk's bit for bit (part of G1 and G2).
+    let c = Campaign {
+        n: 200,
+        seed: 31,
+        target: Target::Bytecode,
+        ..Campaign::default()
+    };
+    let r = campaign(&c, |_| {});
+    assert_eq!(r.checked, 200);
+    assert!(r.failures.is_empty(), "{:?}", r.failures);
+    assert!(
+        r.rejected
+            .get(ndvm_difftest::campaign::OUTSIDE_SUBSET)
+            .is_some_and(|&k| k > 0)
+    );
+    // The subset's families are all exercised.
+    for family in [
+        "let",
+        "let_star",
+        "if_compare",
+        "loop_recur",
+        "cond",
+        "vector",
+        "matrix",
+    ] {
+        let row = r
+            .families
+            .iter()
+            .find(|f| f.family == family)
+            .expect("family");
+        assert!(row.programs > 0, "{family} never generated");
+    }
 }

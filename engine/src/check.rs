@@ -19,6 +19,17 @@ pub fn finite_differences<R: Real>(
     bindings: &Bindings<R>,
     step: R,
 ) -> Result<Vec<(String, Vec<R>)>> {
+    finite_differences_of(bindings, step, |b| {
+        evaluate(vm, program, b, false).map(|e| e.result)
+    })
+}
+
+/// [`finite_differences`] of any evaluation `f` (another client's, say).
+pub fn finite_differences_of<R: Real>(
+    bindings: &Bindings<R>,
+    step: R,
+    mut f: impl FnMut(&Bindings<R>) -> Result<Output<R>>,
+) -> Result<Vec<(String, Vec<R>)>> {
     let mut out = Vec::new();
     for (i, b) in bindings.items.iter().enumerate() {
         if !b.param || matches!(b.value, Input::Matrix { .. }) {
@@ -33,8 +44,8 @@ pub fn finite_differences<R: Real>(
             };
             bs
         };
-        let plus = numbers(evaluate(vm, program, &shifted(R::one()), false)?.result);
-        let minus = numbers(evaluate(vm, program, &shifted(-R::one()), false)?.result);
+        let plus = numbers(f(&shifted(R::one()))?);
+        let minus = numbers(f(&shifted(-R::one()))?);
         let two_h = step + step;
         out.push((
             b.name.clone(),

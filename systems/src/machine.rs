@@ -19,6 +19,8 @@ use ndvm_engine::{Real, Vm};
 #[derive(Component, Debug)]
 pub struct Machine<R: Real> {
     pub vm: Vm<R>,
+    /// The bytecode client's executor (for bytecode candidates).
+    pub runner: ndvm_bytecode::Runner,
     /// The result of this step's walk or replay, until its backward pass takes it (right after
     /// a replay, in the numeric stage; in the backward stage after a walk).
     pub result: Option<Value>,
@@ -37,6 +39,7 @@ impl<R: Real> Default for Machine<R> {
     fn default() -> Self {
         Machine {
             vm: Vm::default(),
+            runner: ndvm_bytecode::Runner::new(),
             result: None,
             walked: Vec::new(),
             bindings: ndvm_engine::Bindings::new(),

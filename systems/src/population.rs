@@ -6,6 +6,7 @@
 //! normal draws from the restart seed, clamped into the bounds. Nothing here depends on threads.
 
 use crate::data::{self, DataError};
+use ndvm_bytecode::Form;
 use ndvm_components::input_file;
 use ndvm_components::prelude::*;
 use ndvm_components::scene::{Candidates, Data, Parameters, Scene, SceneInput};
@@ -171,7 +172,7 @@ pub fn build(scene: &Scene, base: &Path) -> Result<(Vec<Member>, Vec<String>), P
     }
     let mut members = Vec::new();
     let mut push = |name: String,
-                    source: String,
+                    (source, form): (String, Form),
                     params: &Parameters,
                     data: Option<Arc<Dataset>>|
      -> Result<(), PopulationError> {
@@ -205,15 +206,9 @@ pub fn build(scene: &Scene, base: &Path) -> Result<(Vec<Member>, Vec<String>), P
                 message,
             });
         }
-        members.push(member(
-            &protocol,
-            index,
-            name,
-            source,
-            params,
-            data,
-            shared.clone(),
-        ));
+        let mut m = member(&protocol, index, name, source, params, data, shared.clone());
+        m.candidate.form = form;
+        members.push(m);
         Ok(())
     };
     for c in &scene.candidates {
@@ -221,6 +216,7 @@ pub fn build(scene: &Scene, base: &Path) -> Result<(Vec<Member>, Vec<String>), P
             Candidates::Inline {
                 name,
                 src,
+                bytecode,
                 parameters,
                 data,
             } => {
@@ -232,9 +228,14 @@ pub fn build(scene: &Scene, base: &Path) -> Result<(Vec<Member>, Vec<String>), P
                     }
                     None => scene_data.clone(),
                 };
+                let form = if *bytecode {
+                    Form::Assembly
+                } else {
+                    Form::Dialect
+                };
                 push(
                     name.clone(),
-                    src.clone(),
+                    (src.clone(), form),
                     parameters.as_deref().unwrap_or(&scene.parameters),
                     data,
                 )?;
@@ -244,7 +245,11 @@ pub fn build(scene: &Scene, base: &Path) -> Result<(Vec<Member>, Vec<String>), P
                 let name = Path::new(path)
                     .file_stem()
                     .map_or_else(|| path.clone(), |s| s.to_string_lossy().into_owned());
-                push(name, source, &scene.parameters, scene_data.clone())?;
+                let form = match Form::of(path, false) {
+                    Form::Assembly => Form::Assembly,
+                    _ => Form::Dialect,
+                };
+                push(name, (source, form), &scene.parameters, scene_data.clone())?;
             }
             Candidates::Stream { path, take } => {
                 let text = read(base, path)?;
@@ -266,12 +271,11 @@ pub fn build(scene: &Scene, base: &Path) -> Result<(Vec<Member>, Vec<String>), P
                             }
                             let name = format!("{stem}:{}", i + 1);
                             // A line whose names clash is skipped like any malformed line.
-                            push(name, entry.src, &params, scene_data.clone()).map_err(
-                                |e| match e {
-                                    PopulationError::Names { message, .. } => message,
-                                    other => other.to_string(),
-                                },
-                            )
+                            let src = (entry.src, Form::Dialect);
+                            push(name, src, &params, scene_data.clone()).map_err(|e| match e {
+                                PopulationError::Names { message, .. } => message,
+                                other => other.to_string(),
+                            })
                         });
                     let Err(message) = read else {
                         good += 1;
@@ -353,6 +357,7 @@ pub fn member(
             index,
             name,
             source,
+            form: Form::Dialect,
         },
         spec: FitSpec {
             params: params.names.clone(),

@@ -21,6 +21,7 @@
 
 use crate::optim::dense::{inverse, normal_equations};
 use crate::stages::walk::bind;
+use ndvm_bytecode::Executable;
 use ndvm_components::prelude::*;
 use ndvm_engine::prelude::*;
 use serde::Serialize;
@@ -49,7 +50,7 @@ pub struct Uncertainty {
 
 /// The uncertainty of the constants `at` (one value per parameter) of a candidate, or why
 /// there is none.
-pub fn of(spec: &FitSpec, program: &Program, at: &[f64]) -> Result<Uncertainty, String> {
+pub fn of(spec: &FitSpec, program: &Executable, at: &[f64]) -> Result<Uncertainty, String> {
     let k = spec.params.len();
     if k == 0 {
         return Err("no constants".into());
@@ -166,13 +167,16 @@ pub fn of(spec: &FitSpec, program: &Program, at: &[f64]) -> Result<Uncertainty, 
 /// each lane's output and `grads[param][lane]`.
 fn walk(
     spec: &FitSpec,
-    program: &Program,
+    exe: &Executable,
     values: Vec<f64>,
 ) -> Result<(Vec<f64>, Vec<Vec<f64>>), String> {
     let lanes: Vec<usize> = (0..spec.lanes()).collect();
     let bindings: Bindings<f64> = bind(&lanes, spec, &ParamValues(values));
     let mut vm = Vm::<f64>::default();
-    let e = evaluate(&mut vm, program, &bindings, true).map_err(|e| e.to_string())?;
+    let mut runner = ndvm_bytecode::Runner::new();
+    let e = exe
+        .evaluate(&mut vm, &mut runner, &bindings, true)
+        .map_err(|e| e.to_string())?;
     let Output::Numbers(out) = e.result else {
         return Err("the output is not a number per lane".into());
     };

@@ -85,6 +85,7 @@ fn inline(name: String, src: &str, init: BTreeMap<String, f64>, restarts: u32) -
     Candidates::Inline {
         name,
         src: src.to_string(),
+        bytecode: false,
         parameters: Some(Box::new(Parameters {
             names: init.keys().cloned().collect(),
             init,

@@ -347,3 +347,34 @@ fn solve3(m: [[f64; 3]; 3], b: [f64; 3]) -> [f64; 3] {
     }
     x
 }
+
+#[test]
+fn bytecode_decay_both_clients_calibrate_bit_for_bit() {
+    let scene = load("bytecode_decay.scene.ron");
+    let report = fit(&scene).run(|_| {});
+    let [walk, vm] = &report.candidates[..] else {
+        panic!("two candidates");
+    };
+    assert_eq!(
+        (walk.name.as_str(), vm.name.as_str()),
+        ("walk", "decay_offset")
+    );
+    assert_eq!(walk.status, "converged");
+    assert_eq!(vm.status, walk.status);
+    assert_eq!(vm.steps, walk.steps);
+    assert_eq!(vm.loss.to_bits(), walk.loss.to_bits());
+    for (name, x) in &walk.params {
+        assert_eq!(vm.params[name].to_bits(), x.to_bits(), "{name}");
+    }
+    // Every restart's whole history, and the standard errors.
+    let json = |c: &ndvm_systems::report::CandidateResult| {
+        let mut v = serde_json::to_value(c).expect("serializes");
+        v["name"] = serde_json::Value::Null;
+        v["src"] = serde_json::Value::Null;
+        v["index"] = serde_json::Value::Null;
+        v
+    };
+    assert_eq!(json(walk), json(vm));
+    // The truth the data was made from, as decay_csv.scene.ron finds it.
+    assert!(rel(vm.params["k"], 0.691) < 0.01, "k = {}", vm.params["k"]);
+}

@@ -32,6 +32,11 @@ pub struct FuzzArgs {
     /// Report failing programs as generated, without shrinking them.
     #[arg(long)]
     no_minimize: bool,
+    /// Check the bytecode client instead of the tree walk: every program is compiled to
+    /// bytecode (the dialect subset of docs/bytecode.md; programs outside it are regenerated)
+    /// and run by the bytecode VM through the same gates.
+    #[arg(long)]
+    bytecode: bool,
 }
 
 pub fn fuzz(args: FuzzArgs) -> Result<(), Failure> {
@@ -40,6 +45,11 @@ pub fn fuzz(args: FuzzArgs) -> Result<(), Failure> {
         seed: args.seed,
         threads: args.threads,
         minimize: !args.no_minimize,
+        target: if args.bytecode {
+            Target::Bytecode
+        } else {
+            Target::Walk
+        },
     };
     // Drawn on standard error, and hidden when that is not a terminal.
     let bar = ProgressBar::new(args.n as u64);
@@ -80,9 +90,10 @@ fn report_text(report: &Report, seconds: f64) -> String {
         .collect();
     let _ = writeln!(
         out,
-        "\n{} programs (seed {}) in {seconds:.1} s; regenerated: {}; checked in f64 only (ill-conditioned for f32): {}; G3 inconclusive (a test flips within the stencil): {}; G4 batches that diverged structurally: {}",
+        "\n{} programs (seed {}, {:?} client) in {seconds:.1} s; regenerated: {}; checked in f64 only (ill-conditioned for f32): {}; G3 inconclusive (a test flips within the stencil): {}; G4 batches that diverged structurally: {}",
         report.checked,
         report.seed,
+        report.target,
         if rejected.is_empty() {
             "none".to_string()
         } else {

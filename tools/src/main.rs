@@ -21,6 +21,7 @@ macro_rules! say_raw {
     }};
 }
 
+mod asm;
 mod device;
 mod diagnostics;
 mod fit;
@@ -60,6 +61,9 @@ enum Command {
     /// (see docs/search.md). Exit 1 on a malformed scene or when every proposer failed, 130 on
     /// Ctrl-C.
     Search(search::SearchArgs),
+    /// Translate bytecode between its forms (.nbc assembly, .nbcb binary, .nbc.json) or
+    /// compile dialect source to bytecode (see docs/bytecode.md).
+    Asm(asm::AsmArgs),
 }
 
 /// A failure of the CLI: either a program error (exit 1) or a usage error (exit 2).
@@ -79,6 +83,7 @@ fn main() -> ExitCode {
         Command::Fit(args) => fit::fit(args),
         Command::Profile(args) => fit::profile(args),
         Command::Search(args) => search::search(args),
+        Command::Asm(args) => asm::asm(args),
     };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,

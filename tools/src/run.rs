@@ -4,6 +4,7 @@ use crate::Failure;
 use crate::device::DeviceArg;
 use crate::{diagnostics, output};
 use clap::{Args, ValueEnum};
+use ndvm_bytecode::{Executable, Form};
 use ndvm_components::BindingsFile;
 use ndvm_components::input_file;
 use ndvm_engine::prelude::*;
@@ -12,9 +13,14 @@ use std::time::Instant;
 
 #[derive(Args, Debug)]
 pub struct RunArgs {
-    /// The program file (`-` reads standard input). Not needed with --expr.
+    /// The program file (`-` reads standard input). Not needed with --expr. A `.nbc` (bytecode
+    /// assembly), `.nbcb` (binary bytecode) or `.nbc.json` file runs on the bytecode client.
     #[arg(value_name = "PROGRAM_FILE", required_unless_present = "expr")]
     program: Option<String>,
+    /// Run on the bytecode client: dialect source (a file, --expr or standard input) is
+    /// compiled to bytecode first (the subset in docs/bytecode.md).
+    #[arg(long)]
+    bytecode: bool,
     /// The program text itself.
     #[arg(long, value_name = "SRC", conflicts_with = "program")]
     expr: Option<String>,
@@ -79,19 +85,20 @@ impl RunArgs {
         }
     }
 
-    /// The program's display name and text.
-    fn source(&self) -> Result<(String, String), Failure> {
+    /// The program's display name and contents (text, or bytes for a binary form).
+    fn source(&self, form: Form) -> Result<(String, Vec<u8>), Failure> {
         if let Some(src) = &self.expr {
-            return Ok(("<expr>".into(), src.clone()));
+            return Ok(("<expr>".into(), src.clone().into_bytes()));
         }
         match self.program.as_deref() {
             Some("-") => {
                 let s = input_file::read_from(std::io::stdin(), input_file::TEXT_LIMIT)
                     .map_err(|e| Failure::Usage(format!("reading standard input: {e}")))?;
-                Ok(("<stdin>".into(), s))
+                Ok(("<stdin>".into(), s.into_bytes()))
             }
+            Some(path) if form == Form::Binary => read_bytes(path).map(|b| (path.to_string(), b)),
             Some(path) => input_file::read(Path::new(path), input_file::TEXT_LIMIT)
-                .map(|s| (path.to_string(), s))
+                .map(|s| (path.to_string(), s.into_bytes()))
                 .map_err(|e| Failure::Usage(format!("cannot read {path}: {e}"))),
             None => Err(Failure::Usage("give a PROGRAM_FILE or --expr".into())),
         }
@@ -127,6 +134,19 @@ impl RunArgs {
             .map_err(|e| Failure::Usage(e.message.clone()))?;
         Ok(b)
     }
+}
+
+/// A binary program file, within the text size limit.
+fn read_bytes(path: &str) -> Result<Vec<u8>, Failure> {
+    let fail = |e: std::io::Error| Failure::Usage(format!("cannot read {path}: {e}"));
+    let len = std::fs::metadata(path).map_err(fail)?.len();
+    if len > input_file::TEXT_LIMIT {
+        return Err(Failure::Usage(format!(
+            "cannot read {path}: {len} bytes is over the {} byte limit",
+            input_file::TEXT_LIMIT
+        )));
+    }
+    std::fs::read(path).map_err(fail)
 }
 
 /// Records that the flag `kv` binds `name`; an error if an earlier flag bound it already.
@@ -172,18 +192,29 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
 }
 
 fn run_with<R: Real>(args: &RunArgs) -> Result<(), Failure> {
-    let (name, src) = args.source()?;
+    let form = Form::of(args.program.as_deref().unwrap_or(""), args.bytecode);
+    let (name, bytes) = args.source(form)?;
     let bindings = args.bindings::<R>()?;
-    let fail = |e: Error| {
-        say!("{}", diagnostics::render(&e, &name, &src));
+    let fail = |e: Error, src: &str| {
+        say!("{}", diagnostics::render(&e, &name, src));
         if args.json {
-            let error = serde_json::json!({ "error": diagnostics::json(&e, &src) });
+            let error = serde_json::json!({ "error": diagnostics::json(&e, src) });
             // A closed standard output is not a second error.
             let _ = output::print(&error.to_string());
         }
         Failure::Program
     };
-    let program = Program::new(&src, &bindings.names()).map_err(fail)?;
+    let text = String::from_utf8_lossy(&bytes);
+    let client = Executable::load(form, &bytes, &bindings.names(), &Registry::default())
+        .map_err(|e| fail(e, &text))?;
+    let program = client.program();
+    // Errors are located in the text the program was read from (a binary's listing).
+    let src: &str = match form {
+        Form::Binary | Form::Json => client.source(),
+        _ => &text,
+    };
+    let fail = |e: Error| fail(e, src);
+    let mut runner = ndvm_bytecode::Runner::new();
     let mut vm = Vm::<R>::new(args.limits());
     let mut times = Vec::with_capacity(args.repeat);
     let mut adapter = None;
@@ -192,14 +223,16 @@ fn run_with<R: Real>(args: &RunArgs) -> Result<(), Failure> {
     for _ in 0..args.repeat {
         let t = Instant::now();
         // The GPU replays a recorded tape: the walk records one even without --grad.
-        let mut e = evaluate(&mut vm, &program, &bindings, args.grad || on_gpu).map_err(fail)?;
+        let mut e = client
+            .evaluate(&mut vm, &mut runner, &bindings, args.grad || on_gpu)
+            .map_err(fail)?;
         if on_gpu {
             let (vm, e) = (
                 (&mut vm as &mut dyn std::any::Any).downcast_mut::<Vm<f32>>(),
                 (&mut e as &mut dyn std::any::Any).downcast_mut::<Evaluation<f32>>(),
             );
             if let (Some(vm), Some(e)) = (vm, e) {
-                adapter = Some(gpu_replay(vm, &program, e)?);
+                adapter = Some(gpu_replay(vm, program, e)?);
             }
         }
         if !args.grad {
@@ -227,6 +260,7 @@ fn run_with<R: Real>(args: &RunArgs) -> Result<(), Failure> {
     if args.json {
         let mut json = output::to_json(&e, timing);
         json["device"] = serde_json::json!(adapter.as_deref().unwrap_or("cpu"));
+        json["client"] = serde_json::json!(client.client());
         output::print(&json.to_string())
     } else {
         output::print(&output::table(&e))

@@ -38,7 +38,7 @@ fn example_programs_run() {
     let mut ran = 0;
     for entry in std::fs::read_dir(&dir).expect("docs/examples").flatten() {
         let path = entry.path();
-        if path.extension().is_none_or(|e| e != "scm") {
+        if path.extension().is_none_or(|e| e != "scm" && e != "nbc") {
             continue;
         }
         let src = std::fs::read_to_string(&path).expect("read");

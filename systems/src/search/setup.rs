@@ -113,6 +113,14 @@ pub(super) fn start_proposers(
     Ok(slots)
 }
 
+/// A search proposes and mutates dialect programs: a bytecode seed cannot take part.
+fn bytecode_seed(name: &str) -> SearchError {
+    SearchError::Setting(format!(
+        "candidate `{name}` is bytecode: a search mutates dialect programs; fit bytecode \
+         candidates with `ndvm fit`"
+    ))
+}
+
 /// The scene's own `candidates`, as proposals of the seeds proposer.
 pub(super) fn scene_seeds(
     scene: &Scene,
@@ -125,9 +133,13 @@ pub(super) fn scene_seeds(
             Candidates::Inline {
                 name,
                 src,
+                bytecode,
                 parameters,
                 data,
             } => {
+                if *bytecode {
+                    return Err(bytecode_seed(name));
+                }
                 if data.is_some() {
                     return Err(SearchError::Setting(format!(
                         "candidate `{name}`: a search calibrates every candidate on the scene's \
@@ -144,6 +156,9 @@ pub(super) fn scene_seeds(
                 });
             }
             Candidates::File(path) => {
+                if ndvm_bytecode::Form::of(path, false).is_bytecode() {
+                    return Err(bytecode_seed(path));
+                }
                 let src = ndvm_components::input_file::read(&base.join(path), TEXT_LIMIT)
                     .map_err(|e| SearchError::Setting(format!("{path}: {e}")))?;
                 out.push(Proposal {

@@ -1,13 +1,15 @@
 //! Decode: new candidates' sources become programs.
 //!
 //! A pending candidate without a [`Compiled`] program is read, expanded and decoded through the
-//! shared [`Programs`] cache (a source seen before costs a hash lookup). A program that does not
-//! decode fails its candidate with the located error; the fit goes on with the others.
+//! shared [`Programs`] cache (a source seen before costs a hash lookup); a bytecode candidate is
+//! assembled, linked and verified instead. A program that does not decode fails its candidate
+//! with the located error; the fit goes on with the others.
 
 use crate::machine::locate;
 use crate::profile::{Profile, Stage, StageTimer};
 use crate::resources::Programs;
 use bevy_ecs::prelude::*;
+use ndvm_bytecode::Executable;
 use ndvm_components::prelude::*;
 use rayon::prelude::*;
 
@@ -27,9 +29,15 @@ pub fn decode(
         .map(|(_, c, spec, _)| {
             let names = spec.input_names();
             let names: Vec<&str> = names.iter().map(String::as_str).collect();
+            if c.form.is_bytecode() {
+                let bytes = c.source.as_bytes();
+                return Executable::load(c.form, bytes, &names, &programs.primitives)
+                    .map_err(|e| locate(&e, &c.source));
+            }
             programs
                 .cache
                 .get_with(&c.source, &names, &programs.primitives)
+                .map(Executable::Walk)
                 .map_err(|e| locate(&e, &c.source))
         })
         .collect();

@@ -115,7 +115,7 @@ pub fn gpu(
         }
         update_params(&mut m.bindings, &m.walked, spec, values);
         // A stale tape: the numeric stage sees nothing to replay and the group walks.
-        if m.vm.rebind(&compiled.0, &m.bindings).is_err() {
+        if m.vm.rebind(compiled.0.program(), &m.bindings).is_err() {
             continue;
         }
         let Some(rec) = m.vm.recording() else {

@@ -97,7 +97,7 @@ pub fn numeric<R: Real>(
                 return (Outcome::Walk, [Duration::ZERO; 2]);
             }
             let start = Instant::now();
-            let outcome = replay_group(group, machine, out, spec, values, &compiled.0);
+            let outcome = replay_group(group, machine, out, spec, values, compiled.0.program());
             let replayed = start.elapsed();
             if matches!(outcome, Outcome::Replayed { .. }) {
                 **route = Route::Replay;

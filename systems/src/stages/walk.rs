@@ -14,6 +14,7 @@
 use crate::machine::{Machine, locate};
 use crate::profile::{Profile, Stage, StageTimer};
 use bevy_ecs::prelude::*;
+use ndvm_bytecode::Executable;
 use ndvm_components::prelude::*;
 use ndvm_engine::prelude::*;
 use rayon::prelude::*;
@@ -113,14 +114,15 @@ pub fn bind<R: Real>(lanes: &[usize], spec: &FitSpec, values: &ParamValues) -> B
 fn walk_group<R: Real>(
     machine: &mut Machine<R>,
     out: &mut GroupOutputs,
-    program: &Program,
+    exe: &Executable,
     src: &str,
     lanes: usize,
 ) {
     out.error = None;
     out.replayed = false;
     machine.result = None;
-    match machine.vm.eval(program, &machine.bindings, true) {
+    let m = &mut *machine;
+    match exe.run(&mut m.vm, &mut m.runner, &m.bindings, true) {
         Ok(v) => match machine.numbers(v) {
             Some(xs) => {
                 out.out = xs;
@@ -130,7 +132,7 @@ fn walk_group<R: Real>(
                 out.out = vec![f64::NAN; lanes];
                 out.error = Some(format!(
                     "the program returned `{}`, not a number",
-                    machine.vm.render(program, v, 0)
+                    machine.vm.render(exe.program(), v, 0)
                 ));
             }
         },

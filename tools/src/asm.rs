@@ -1,0 +1,79 @@
+//! `ndvm asm`: translate a program between the bytecode forms — `.nbc` assembly, `.nbcb`
+//! binary, `.nbc.json` — or compile dialect source to any of them. The output is verified
+//! bytecode: `ndvm run` accepts it as it is.
+
+use crate::Failure;
+use crate::diagnostics;
+use clap::{Args, ValueEnum};
+use ndvm_bytecode::{Executable, Form};
+use ndvm_components::input_file;
+use ndvm_engine::extension::Registry;
+use std::io::Write;
+use std::path::Path;
+
+#[derive(Args, Debug)]
+pub struct AsmArgs {
+    /// The program: `.nbc`, `.nbcb`, `.nbc.json`, or dialect source (compiled).
+    #[arg(value_name = "PROGRAM_FILE")]
+    program: String,
+    /// The input names in binding order, comma-separated (what `LOAD` and variables resolve
+    /// against; a binary or JSON file carries its own).
+    #[arg(long, value_name = "a,b,...", default_value = "")]
+    inputs: String,
+    /// The form to write.
+    #[arg(long, value_enum, default_value_t = To::Nbc)]
+    to: To,
+    /// Where to write it (standard output when absent; a binary needs a file).
+    #[arg(short, long, value_name = "FILE")]
+    output: Option<String>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum To {
+    /// Assembly text (a listing).
+    Nbc,
+    /// The binary form.
+    Nbcb,
+    /// The JSON form.
+    Json,
+}
+
+pub fn asm(args: AsmArgs) -> Result<(), Failure> {
+    let path = args.program.as_str();
+    let form = Form::of(path, true);
+    let bytes = if form == Form::Binary {
+        std::fs::read(path).map_err(|e| Failure::Usage(format!("cannot read {path}: {e}")))?
+    } else {
+        input_file::read(Path::new(path), input_file::TEXT_LIMIT)
+            .map_err(|e| Failure::Usage(format!("cannot read {path}: {e}")))?
+            .into_bytes()
+    };
+    let names: Vec<&str> = args.inputs.split(',').filter(|s| !s.is_empty()).collect();
+    let code = match Executable::load(form, &bytes, &names, &Registry::default()) {
+        Ok(Executable::Bytecode(code)) => code,
+        Ok(Executable::Walk(_)) => return Err(Failure::Usage("not a bytecode form".into())),
+        Err(e) => {
+            say!(
+                "{}",
+                diagnostics::render(&e, path, &String::from_utf8_lossy(&bytes))
+            );
+            return Err(Failure::Program);
+        }
+    };
+    let out = match args.to {
+        To::Nbc => ndvm_bytecode::asm::listing(&code.parts).0.into_bytes(),
+        To::Nbcb => code.to_binary(),
+        To::Json => code.to_json().into_bytes(),
+    };
+    match &args.output {
+        Some(file) => std::fs::write(file, &out)
+            .map_err(|e| Failure::Usage(format!("cannot write {file}: {e}"))),
+        None if args.to == To::Nbcb => Err(Failure::Usage(
+            "the binary form needs a file: give -o FILE".into(),
+        )),
+        None => {
+            let _ = std::io::stdout().write_all(&out);
+            Ok(())
+        }
+    }
+}
