@@ -90,10 +90,13 @@ fn report_text(report: &Report, seconds: f64) -> String {
         .collect();
     let _ = writeln!(
         out,
-        "\n{} programs (seed {}, {:?} client) in {seconds:.1} s; regenerated: {}; checked in f64 only (ill-conditioned for f32): {}; G3 inconclusive (a test flips within the stencil): {}; G4 batches that diverged structurally: {}",
+        "\n{} programs (seed {}) on the {} client in {seconds:.1} s; regenerated: {}; checked in f64 only (ill-conditioned for f32): {}; G3 inconclusive (a test flips within the stencil): {}; G4 batches that diverged structurally: {}",
         report.checked,
         report.seed,
-        report.target,
+        match report.target {
+            Target::Walk => "walk",
+            Target::Bytecode => "bytecode",
+        },
         if rejected.is_empty() {
             "none".to_string()
         } else {
