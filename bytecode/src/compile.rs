@@ -94,6 +94,11 @@ impl Compiler<'_> {
     }
 
     fn expr(&mut self, d: DatumId, tail: Tail) -> Result<()> {
+        // Forms nest as deep as the reader allows (10,000 levels): grow the stack, not overflow.
+        stacker::maybe_grow(64 * 1024, 1024 * 1024, || self.expr_at(d, tail))
+    }
+
+    fn expr_at(&mut self, d: DatumId, tail: Tail) -> Result<()> {
         let datum = *self.data.get(d);
         let span = datum.span;
         match datum.kind {

@@ -287,3 +287,23 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn deeply_nested_dialect_compiles_without_overflowing_the_stack() {
+    // As deep as the reader allows: the compiler grows its stack instead of overflowing.
+    let n = 9_000;
+    let src = format!("{}x{}", "(+ 1 ".repeat(n), ")".repeat(n));
+    let code = compile(&src, &["x"], &Registry::default()).expect("compiles");
+    let mut b = Bindings::<f64>::new();
+    b.lanes("x", vec![0.5, 1.5]);
+    let e = Runner::new()
+        .evaluate(&mut Vm::<f64>::default(), &code, &b, true)
+        .expect("runs");
+    assert_eq!(e.result, Output::Numbers(vec![9000.5, 9001.5]));
+    let deep_if = format!("{}x{}", "(if (< x 2) ".repeat(500), " 0)".repeat(500));
+    let code = compile(&deep_if, &["x"], &Registry::default()).expect("compiles");
+    let e = Runner::new()
+        .evaluate(&mut Vm::<f64>::default(), &code, &b, true)
+        .expect("runs");
+    assert_eq!(e.result, Output::Numbers(vec![0.5, 1.5]));
+}

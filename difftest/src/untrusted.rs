@@ -49,3 +49,27 @@ pub fn run_bytes(data: &[u8]) {
     let mut vm64 = Vm::<f64>::new(Limits::small());
     run(&mut vm64, &src, &bindings());
 }
+
+/// The bytecode client's cargo-fuzz entry point: any bytes read as binary bytecode, as `.nbc`
+/// assembly text and as dialect source compiled to bytecode, each run in f32 and f64 under
+/// [`Limits::small`]. Returns how many of the three forms were accepted and ran.
+pub fn run_bytecode_bytes(data: &[u8]) -> usize {
+    use ndvm_bytecode::{Executable, Form, Runner};
+    let b32 = bindings::<f32>();
+    let b64 = bindings::<f64>();
+    let names = b32.names();
+    let registry = ndvm_engine::extension::Registry::default();
+    let mut ran = 0;
+    for form in [Form::Binary, Form::Assembly, Form::Compiled] {
+        let Ok(exe) = Executable::load(form, data, &names, &registry) else {
+            continue;
+        };
+        let mut runner = Runner::new();
+        let mut vm32 = Vm::<f32>::new(Limits::small());
+        let _ = exe.evaluate(&mut vm32, &mut runner, &b32, true);
+        let mut vm64 = Vm::<f64>::new(Limits::small());
+        let _ = exe.evaluate(&mut vm64, &mut runner, &b64, true);
+        ran += 1;
+    }
+    ran
+}

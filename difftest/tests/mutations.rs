@@ -125,3 +125,40 @@ fn the_fuzz_entry_point_takes_any_bytes() {
         untrusted::run_bytes(bytes);
     }
 }
+
+#[test]
+fn mutated_programs_never_panic_the_bytecode_client() {
+    // The same mutations, through the bytecode client's entry point: read as binary, as
+    // assembly and as dialect source compiled to bytecode; a third of the count (each input is
+    // tried three ways).
+    let count: usize = std::env::var("NDVM_MUTATIONS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(12_000)
+        / 3;
+    let seeds = seeds();
+    let mut rng = ChaCha8Rng::seed_from_u64(20261125);
+    let mut compiled = 0;
+    for k in 0..count {
+        let src = mutate(&seeds[k % seeds.len()], &mut rng);
+        let ran = std::panic::catch_unwind(|| untrusted::run_bytecode_bytes(src.as_bytes()));
+        match ran {
+            Ok(n) => compiled += n,
+            Err(_) => {
+                let shown: String = src.chars().take(600).collect();
+                panic!("mutated program #{k} panicked the bytecode client:\n{shown}");
+            }
+        }
+    }
+    // Enough mutants stay in the compiler's subset to exercise the VM.
+    assert!(compiled > count / 20, "only {compiled} of {count} ran");
+    for bytes in [
+        &b""[..],
+        b"NBC1",
+        b"NBC1\xff\xff\xff\xff",
+        b"top: JUMP top",
+        b"LOOP\nEND",
+    ] {
+        untrusted::run_bytecode_bytes(bytes);
+    }
+}

@@ -36,14 +36,25 @@ fn prints_the_coverage_table_and_exits_0() {
 #[test]
 fn checks_the_bytecode_client() {
     let out = ndvm(&["fuzz", "--n", "40", "--seed", "5", "--bytecode", "--json"]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let v: Value = serde_json::from_slice(&out.stdout).expect("JSON");
     assert_eq!(v["target"], "bytecode");
     assert_eq!(v["checked"], 40);
-    assert!(v["rejected"]["outside the bytecode subset"].as_u64().is_some_and(|k| k > 0));
+    assert!(
+        v["rejected"]["outside the bytecode subset"]
+            .as_u64()
+            .is_some_and(|k| k > 0)
+    );
     let text = ndvm(&["fuzz", "--n", "10", "--seed", "5", "--bytecode"]);
     let stdout = String::from_utf8_lossy(&text.stdout);
-    assert!(stdout.contains("10 programs (seed 5) on the bytecode client"), "{stdout}");
+    assert!(
+        stdout.contains("10 programs (seed 5) on the bytecode client"),
+        "{stdout}"
+    );
 }
 
 #[test]
