@@ -70,3 +70,10 @@ pub fn lane_bits<R: Real>(e: &Evaluation<R>, l: usize) -> Vec<u64> {
     out.extend(e.grads.iter().map(|(_, g)| g[l].to_bits64()));
     out
 }
+
+/// Equal bits, except that any NaN equals any NaN (its sign and payload are not canonical).
+pub fn bits_nan_equal(a: &[u64], b: &[u64]) -> bool {
+    let nan =
+        |x: u64| f64::from_bits(x).is_nan() || f32::from_bits(x as u32).is_nan() && x >> 32 == 0;
+    a.len() == b.len() && a.iter().zip(b).all(|(&x, &y)| x == y || (nan(x) && nan(y)))
+}
