@@ -1,0 +1,67 @@
+from os import PathLike
+from typing import Any, Mapping, Optional, Union
+
+import numpy as np
+import numpy.typing as npt
+
+Scene = Union[str, PathLike[str], Mapping[str, Any]]
+Input = Union[float, int, npt.ArrayLike]
+
+class NdvmError(Exception):
+    kind: str
+    message: str
+    line: Optional[int]
+    column: Optional[int]
+    lanes: Optional[list[int]]
+
+class SyntaxError(NdvmError): ...
+class UnboundError(NdvmError): ...
+class ArityError(NdvmError): ...
+class TypeError(NdvmError): ...
+class ShapeError(NdvmError): ...
+class DivergenceError(NdvmError): ...
+class LimitError(NdvmError): ...
+class InputError(NdvmError): ...
+
+class Program:
+    def __init__(self, src: str, inputs: list[str]) -> None: ...
+    @property
+    def inputs(self) -> list[str]: ...
+    @property
+    def source(self) -> str: ...
+    def evaluate(
+        self,
+        inputs: Mapping[str, Input],
+        grad: bool = True,
+        precision: str = "f32",
+        constants: Optional[Mapping[str, Input]] = None,
+        *,
+        max_steps: Optional[int] = None,
+        max_heap_cells: Optional[int] = None,
+        max_tape_nodes: Optional[int] = None,
+        max_depth: Optional[int] = None,
+        max_payload_bytes: Optional[int] = None,
+    ) -> dict[str, Any]: ...
+
+def fit(
+    scene: Scene,
+    threads: Optional[int] = None,
+    *,
+    base_dir: Optional[str] = None,
+    shard: Optional[int] = None,
+    num_shards: Optional[int] = None,
+) -> dict[str, Any]: ...
+def search(
+    scene: Scene,
+    threads: Optional[int] = None,
+    *,
+    base_dir: Optional[str] = None,
+    calibrations: Optional[int] = None,
+) -> dict[str, Any]: ...
+def fit_json(
+    scene: str, base: str, json: bool = ..., threads: Optional[int] = ..., shard: Optional[int] = ..., num_shards: Optional[int] = ...
+) -> str: ...
+def merge_results(parts: list[str]) -> str: ...
+def search_json(
+    scene: str, base: str, json: bool = ..., threads: Optional[int] = ..., calibrations: Optional[int] = ...
+) -> str: ...
