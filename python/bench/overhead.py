@@ -43,7 +43,7 @@ def per_call(fn, n):
 def main(n=20000):
     rows = []
     for name, (prog, inputs, consts) in [("affine", affine()), ("kalman80", kalman())]:
-        k = n if name == "affine" else max(n // 50, 50)
+        k = n if name == "affine" else max(n // 10, 50)
         python = per_call(lambda: prog.evaluate(inputs, constants=consts), k)
         native = statistics.median(prog.native_seconds(inputs, k, constants=consts) for _ in range(7))
         rows.append((name, python, native))

@@ -8,9 +8,7 @@
 
 use ndvm_engine::prelude::*;
 use ndvm_engine::{Binding, Replay};
-use numpy::{
-    PyArray1, PyArray2, PyArray3, PyArrayDescrMethods, PyArrayMethods, PyUntypedArrayMethods,
-};
+use numpy::{PyArray1, PyArray2, PyArray3, PyArrayMethods, PyUntypedArrayMethods};
 use pyo3::create_exception;
 use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
@@ -120,8 +118,8 @@ struct Evaluators {
     f32: Vm<f32>,
     f64: Vm<f64>,
     /// The structure the last recorded walk was made for (input kinds and shapes, lanes).
-    shape32: Option<Vec<(String, u8, usize, usize)>>,
-    shape64: Option<Vec<(String, u8, usize, usize)>>,
+    shape32: Option<u64>,
+    shape64: Option<u64>,
 }
 
 /// A decoded program with its evaluators.
@@ -140,6 +138,23 @@ struct Program {
 /// Bindings read from Python: (name, value, differentiable).
 type Read<R> = Vec<Binding<R>>;
 
+/// A float64 or float32 array's shape and values (`None` for anything else). Contiguous
+/// float64 arrays, the common case, are read straight from their buffer.
+fn read_array<R: Real>(v: &Bound<'_, PyAny>) -> Option<(Vec<usize>, Vec<R>)> {
+    let to = |x: f64| R::from_f64(x);
+    if let Ok(a) = v.cast::<numpy::PyArrayDyn<f64>>() {
+        let a = a.readonly();
+        let data = match a.as_slice() {
+            Ok(s) => s.iter().map(|&x| to(x)).collect(),
+            Err(_) => a.as_array().iter().map(|&x| to(x)).collect(),
+        };
+        return Some((a.shape().to_vec(), data));
+    }
+    let a = v.cast::<numpy::PyArrayDyn<f32>>().ok()?.readonly();
+    let data = a.as_array().iter().map(|&x| to(f64::from(x))).collect();
+    Some((a.shape().to_vec(), data))
+}
+
 /// Reads one binding: a number (a parameter shared by every lane), a 1-D array (one value
 /// per lane), a 2-D array (a matrix shared by every lane, data) or a 3-D array (a matrix per
 /// lane, data).
@@ -153,31 +168,7 @@ fn read_value<R: Real + numpy::Element>(
     let value = if v.is_instance_of::<PyFloat>() || v.is_instance_of::<PyInt>() {
         let x: f64 = v.extract()?;
         Input::Scalar(to(x))
-    } else if let Ok(a) = v.cast::<numpy::PyUntypedArray>() {
-        let dt = a.dtype();
-        let is_float = dt.is_equiv_to(&numpy::dtype::<f64>(v.py()))
-            || dt.is_equiv_to(&numpy::dtype::<f32>(v.py()));
-        if !is_float {
-            return Err(input_err(format!(
-                "`{name}`: expected a float32 or float64 array, got dtype {dt}"
-            )));
-        }
-        // float64 arrays are read in place; float32 ones are converted once.
-        let (shape, data): (Vec<usize>, Vec<R>) = match v.cast::<numpy::PyArrayDyn<f64>>() {
-            Ok(a) => {
-                let a = a.readonly();
-                let data = match a.as_slice() {
-                    Ok(s) => s.iter().map(|&x| to(x)).collect(),
-                    Err(_) => a.as_array().iter().map(|&x| to(x)).collect(),
-                };
-                (a.shape().to_vec(), data)
-            }
-            Err(_) => {
-                let a = v.cast::<numpy::PyArrayDyn<f32>>()?.readonly();
-                let data = a.as_array().iter().map(|&x| to(f64::from(x))).collect();
-                (a.shape().to_vec(), data)
-            }
-        };
+    } else if let Some((shape, data)) = read_array::<R>(v) {
         match shape.len() {
             0 => Input::Scalar(data[0]),
             1 => Input::Lanes(data),
@@ -200,6 +191,11 @@ fn read_value<R: Real + numpy::Element>(
                 )));
             }
         }
+    } else if let Ok(a) = v.cast::<numpy::PyUntypedArray>() {
+        return Err(input_err(format!(
+            "`{name}`: expected a float32 or float64 array, got dtype {}",
+            a.dtype()
+        )));
     } else if let Ok(xs) = v.extract::<Vec<f64>>() {
         Input::Lanes(xs.into_iter().map(to).collect())
     } else {
@@ -250,33 +246,45 @@ fn read_bindings<R: Real + numpy::Element>(
     Ok(b)
 }
 
-/// The structure a replay needs unchanged.
-fn shape_of<R: Real>(b: &Bindings<R>) -> Vec<(String, u8, usize, usize)> {
-    b.items
-        .iter()
-        .map(|i| {
-            let (k, r, c) = match &i.value {
-                Input::Scalar(_) => (0, 0, 0),
-                Input::Lanes(xs) => (1, xs.len(), 0),
-                Input::Matrix { rows, cols, .. } => (2, *rows, *cols),
-                Input::LaneMatrices { rows, cols, .. } => (3, *rows, *cols),
-            };
-            (i.name.clone(), k + u8::from(i.param) * 8, r, c)
-        })
-        .collect()
+/// The structure a replay needs unchanged (names, kinds, sizes, which are parameters), as a
+/// hash: computed without allocating on every call.
+fn shape_of<R: Real>(b: &Bindings<R>) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    for i in &b.items {
+        i.name.hash(&mut h);
+        i.param.hash(&mut h);
+        match &i.value {
+            Input::Scalar(_) => 0u8.hash(&mut h),
+            Input::Lanes(xs) => (1u8, xs.len()).hash(&mut h),
+            Input::Matrix { rows, cols, .. } => (2u8, *rows, *cols).hash(&mut h),
+            Input::LaneMatrices { rows, cols, data } => {
+                (3u8, *rows, *cols, data.len()).hash(&mut h)
+            }
+        }
+    }
+    h.finish()
+}
+
+/// Whether a call is long enough to be worth releasing the GIL for: any walk, and replays of
+/// big tapes or many lanes. (Releasing and retaking it costs about as much as replaying a small
+/// tape once; a short replay keeps it.)
+fn worth_detaching<R: Real>(vm: &Vm<R>, shape: Option<u64>, b: &Bindings<R>) -> bool {
+    let replays = shape.is_some_and(|s| s == shape_of(b)) && vm.can_replay();
+    !replays || vm.lanes() > 16 || vm.stats().tape_nodes > 512
 }
 
 /// Evaluates on `vm`, replaying its last recorded walk when the structure is the same.
 fn run<R: Real>(
     vm: &mut Vm<R>,
-    shape: &mut Option<Vec<(String, u8, usize, usize)>>,
+    shape: &mut Option<u64>,
     program: &ndvm_engine::Program,
     b: &Bindings<R>,
     grad: bool,
 ) -> Result<Evaluation<R>> {
     let s = shape_of(b);
     if grad
-        && shape.as_ref() == Some(&s)
+        && *shape == Some(s)
         && vm.can_replay()
         && let Replay::Held(v) = vm.replay(program, b)
     {
@@ -293,10 +301,14 @@ fn to_py<'py, R: Real + numpy::Element>(
     e: Evaluation<R>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
-    d.set_item("lanes", e.lanes)?;
+    d.set_item(pyo3::intern!(py, "lanes"), e.lanes)?;
     match e.result {
-        Output::Numbers(xs) => d.set_item("result", PyArray1::from_vec(py, xs))?,
-        Output::Vector(rows) => d.set_item("result", PyArray2::from_vec2(py, &rows)?)?,
+        Output::Numbers(xs) => {
+            d.set_item(pyo3::intern!(py, "result"), PyArray1::from_vec(py, xs))?
+        }
+        Output::Vector(rows) => {
+            d.set_item(pyo3::intern!(py, "result"), PyArray2::from_vec2(py, &rows)?)?
+        }
         Output::Matrix { rows, cols, data } => {
             let nested: Vec<Vec<Vec<R>>> = data
                 .into_iter()
@@ -307,15 +319,15 @@ fn to_py<'py, R: Real + numpy::Element>(
             } else {
                 PyArray3::from_vec3(py, &nested)?
             };
-            d.set_item("result", a)?;
+            d.set_item(pyo3::intern!(py, "result"), a)?;
         }
-        Output::Data(items) => d.set_item("result", items)?,
+        Output::Data(items) => d.set_item(pyo3::intern!(py, "result"), items)?,
     }
     let grads = PyDict::new(py);
     for (name, g) in e.grads {
         grads.set_item(name, PyArray1::from_vec(py, g))?;
     }
-    d.set_item("grads", grads)?;
+    d.set_item(pyo3::intern!(py, "grads"), grads)?;
     Ok(d)
 }
 
@@ -392,9 +404,12 @@ impl Program {
                     ev.shape32 = None;
                 }
                 let (vm, shape) = (&mut ev.f32, &mut ev.shape32);
-                let e = py
-                    .detach(|| run(vm, shape, program, &b, grad))
-                    .map_err(|e| py_err(py, &e, src))?;
+                let e = if worth_detaching(vm, *shape, &b) {
+                    py.detach(|| run(vm, shape, program, &b, grad))
+                } else {
+                    run(vm, shape, program, &b, grad)
+                };
+                let e = e.map_err(|e| py_err(py, &e, src))?;
                 to_py(py, e)
             }
             "f64" => {
@@ -404,9 +419,12 @@ impl Program {
                     ev.shape64 = None;
                 }
                 let (vm, shape) = (&mut ev.f64, &mut ev.shape64);
-                let e = py
-                    .detach(|| run(vm, shape, program, &b, grad))
-                    .map_err(|e| py_err(py, &e, src))?;
+                let e = if worth_detaching(vm, *shape, &b) {
+                    py.detach(|| run(vm, shape, program, &b, grad))
+                } else {
+                    run(vm, shape, program, &b, grad)
+                };
+                let e = e.map_err(|e| py_err(py, &e, src))?;
                 to_py(py, e)
             }
             other => Err(pyo3::exceptions::PyValueError::new_err(format!(
@@ -430,7 +448,7 @@ impl Program {
     ) -> PyResult<f64> {
         fn time<R: Real>(
             vm: &mut Vm<R>,
-            shape: &mut Option<Vec<(String, u8, usize, usize)>>,
+            shape: &mut Option<u64>,
             program: &ndvm_engine::Program,
             b: &Bindings<R>,
             (grad, n): (bool, usize),
