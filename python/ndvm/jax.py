@@ -17,8 +17,13 @@ from __future__ import annotations
 
 from typing import Mapping, Optional, Sequence
 
-import jax as _jax
-import jax.numpy as _jnp
+try:
+    import jax as _jax
+    import jax.numpy as _jnp
+except ImportError as e:  # an optional extra
+    raise ImportError(
+        "ndvm.jax needs jax: pip install jax (or the extra: pip install \"./python[jax]\")"
+    ) from e
 import numpy as np
 
 from . import Program

@@ -21,7 +21,12 @@ import os
 import time
 from typing import Optional
 
-import ray as _ray
+try:
+    import ray as _ray
+except ImportError as e:  # an optional extra
+    raise ImportError(
+        "ndvm.ray needs ray: pip install ray (or the extra: pip install \"./python[ray]\")"
+    ) from e
 
 from . import Scene, _scene_text, fit_json, merge_results
 

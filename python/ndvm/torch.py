@@ -19,7 +19,12 @@ from __future__ import annotations
 from typing import Mapping, Optional, Sequence
 
 import numpy as np
-import torch as _torch
+try:
+    import torch as _torch
+except ImportError as e:  # an optional extra
+    raise ImportError(
+        "ndvm.torch needs torch: pip install torch (or the extra: pip install \"./python[torch]\")"
+    ) from e
 
 from . import Program
 
