@@ -31,10 +31,10 @@ class Program:
     def source(self) -> str: ...
     def evaluate(
         self,
-        inputs: Mapping[str, Input],
+        inputs: dict[str, Input],
         grad: bool = True,
         precision: str = "f32",
-        constants: Optional[Mapping[str, Input]] = None,
+        constants: Optional[dict[str, Input]] = None,
         *,
         max_steps: Optional[int] = None,
         max_heap_cells: Optional[int] = None,
@@ -42,7 +42,16 @@ class Program:
         max_depth: Optional[int] = None,
         max_payload_bytes: Optional[int] = None,
     ) -> dict[str, Any]: ...
+    def native_seconds(
+        self,
+        inputs: dict[str, Input],
+        n: int,
+        grad: bool = True,
+        precision: str = "f32",
+        constants: Optional[dict[str, Input]] = None,
+    ) -> float: ...
 
+def _scene_text(scene: Scene, base_dir: Optional[str]) -> tuple[str, str, bool]: ...
 def fit(
     scene: Scene,
     threads: Optional[int] = None,

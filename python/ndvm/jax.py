@@ -9,8 +9,9 @@ called through a host callback (``jax.pure_callback``), so it composes with ``ja
 >>> round(float(g[0]), 6)
 0.367879
 
-Each parameter is an array with one value per lane (shape ``(B,)``); float64 arrays evaluate in
-f64, float32 in f32.
+Each parameter is an array with one value per lane (shape ``(B,)``) or a scalar shared by every
+lane; the program's result must be one number per lane. float64 arrays evaluate in f64, float32
+in f32.
 """
 
 from __future__ import annotations
@@ -38,22 +39,30 @@ def function(
     :func:`ndvm.torch.function` for ``params`` and ``constants``)."""
     constants = dict(constants or {})
     names = list(params) if params is not None else [n for n in program.inputs if n not in constants]
+    if not names:
+        raise ValueError("no differentiable parameters: name them in `params`")
+
+    def lanes(xs):
+        """B: the length of the per-lane parameters and constants (1 when all are shared)."""
+        sizes = [x.shape[0] for x in xs if np.ndim(x) == 1]
+        sizes += [len(v) for v in constants.values() if np.ndim(v) == 1]
+        return max(sizes, default=1)
 
     def host(*xs):
         xs = [np.asarray(x) for x in xs]
         precision = "f64" if all(x.dtype == np.float64 for x in xs) else "f32"
         out = program.evaluate(dict(zip(names, xs)), grad=True, precision=precision, constants=constants)
-        dtype = xs[0].dtype
+        dtype = np.float64 if precision == "f64" else np.float32
         value = np.asarray(out["result"], dtype=dtype)
+        if value.ndim != 1:
+            raise ValueError("ndvm.jax.function needs a program whose result is one number per lane")
         grads = tuple(np.asarray(out["grads"][n], dtype=dtype) for n in names)
         return (value,) + grads
 
-    def shapes(xs):
-        spec = _jax.ShapeDtypeStruct(xs[0].shape, xs[0].dtype)
-        return (spec,) * (1 + len(xs))
-
     def both(xs):
-        return _jax.pure_callback(host, shapes(xs), *xs, vmap_method="sequential")
+        dtype = _jnp.float64 if all(x.dtype == _jnp.float64 for x in xs) else _jnp.float32
+        spec = _jax.ShapeDtypeStruct((lanes(xs),), dtype)
+        return _jax.pure_callback(host, (spec,) * (1 + len(xs)), *xs, vmap_method="sequential")
 
     @_jax.custom_vjp
     def f(*xs):
@@ -61,10 +70,15 @@ def function(
 
     def fwd(*xs):
         out = both(xs)
-        return out[0], out[1:]
+        return out[0], (out[1:], xs)
 
-    def bwd(grads, g):
-        return tuple(g * d for d in grads)
+    def bwd(res, g):
+        grads, xs = res
+        # Per lane; a parameter shared by every lane (0-d) gets the sum over lanes.
+        return tuple(
+            (g * d).sum().astype(x.dtype) if np.ndim(x) == 0 else (g * d).astype(x.dtype)
+            for d, x in zip(grads, xs)
+        )
 
     f.defvjp(fwd, bwd)
     f.params = names  # type: ignore[attr-defined]
@@ -72,4 +86,3 @@ def function(
 
 
 __all__ = ["function"]
-_ = _jnp

@@ -6,7 +6,8 @@ shard with the engine's own threads, merged deterministically.
 >>> results = ndvm.ray.fit("scenes/feynman.scene.ron", num_shards=8)  # doctest: +SKIP
 
 The merged results are byte for byte what one process's ``ndvm.fit`` (and ``ndvm fit --out``,
-without timing) gives for the same scene, whatever the shard count: candidate ``i`` goes to
+without timing) gives for the same scene, whatever the shard count (for scenes without a
+wall-clock ``budget_seconds``, which each shard's fit would count on its own clock): candidate ``i`` goes to
 shard ``i mod num_shards``, each candidate's fit depends only on itself, and the merge orders
 candidates by index and recomputes the ranking. Ray's fault tolerance covers workers: a task
 whose worker dies is retried (``max_retries``), and the merge keeps one result per candidate, so

@@ -10,8 +10,10 @@
 >>> round(float(a.grad[0]), 6)
 0.367879
 
-Each parameter is a tensor with one value per lane (shape ``(B,)``); the result is the
-program's value per lane. float64 tensors evaluate in f64, anything else in f32.
+Each parameter is a tensor with one value per lane (shape ``(B,)``) or one shared by every lane
+(a 0-d tensor); the program's result must be one number per lane. float64 tensors evaluate in
+f64, anything else in f32. Second derivatives are not available (the backward pass is not
+itself differentiable).
 """
 
 from __future__ import annotations
@@ -42,6 +44,8 @@ def function(
     """
     constants = dict(constants or {})
     names = list(params) if params is not None else [n for n in program.inputs if n not in constants]
+    if not names:
+        raise ValueError("no differentiable parameters: name them in `params`")
 
     class _Fn(_torch.autograd.Function):
         @staticmethod
@@ -52,6 +56,10 @@ def function(
             cpu = device.type == "cpu"
             inputs = {n: (x.numpy() if cpu else x.cpu().numpy()) for n, x in zip(names, xs)}
             out = program.evaluate(inputs, True, "f64" if f64 else "f32", constants)
+            if np.ndim(out["result"]) != 1:
+                raise ValueError(
+                    "ndvm.torch.function needs a program whose result is one number per lane"
+                )
             grads = out["grads"]
             # Zero-copy views of the arrays the binding made; moved or converted only when the
             # tensors live elsewhere or are neither float32 nor float64.
@@ -64,12 +72,18 @@ def function(
                 ds = [view(grads[n]).to(device=device, dtype=dtype) for n in names]
                 result = view(out["result"]).to(device=device, dtype=dtype)
             ctx.save_for_backward(*ds)
+            ctx.shapes = [tuple(x.shape) for x in xs]
             return result
 
         @staticmethod
+        @_torch.autograd.function.once_differentiable
         def backward(ctx, g):
-            # The result of lane l depends only on lane l's inputs: the VJP is per lane.
-            return tuple(g * d for d in ctx.saved_tensors)
+            # The result of lane l depends only on lane l's inputs: the VJP is per lane (a
+            # parameter shared by every lane, a 0-d tensor, gets the sum over lanes).
+            return tuple(
+                (g * d).sum().reshape(x) if len(x) == 0 else g * d
+                for d, x in zip(ctx.saved_tensors, ctx.shapes)
+            )
 
     def f(*xs: "_torch.Tensor") -> "_torch.Tensor":
         if len(xs) != len(names):

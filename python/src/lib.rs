@@ -12,6 +12,7 @@ use numpy::{PyArray1, PyArray2, PyArray3, PyArrayMethods, PyUntypedArrayMethods}
 use pyo3::create_exception;
 use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
+use pyo3::sync::MutexExt;
 use pyo3::types::{PyDict, PyFloat, PyInt};
 use std::path::Path;
 use std::sync::Mutex;
@@ -144,9 +145,11 @@ fn read_array<R: Real>(v: &Bound<'_, PyAny>) -> Option<(Vec<usize>, Vec<R>)> {
     let to = |x: f64| R::from_f64(x);
     if let Ok(a) = v.cast::<numpy::PyArrayDyn<f64>>() {
         let a = a.readonly();
+        // Row-major order whatever the array's memory layout (`as_slice` would also take a
+        // Fortran-ordered buffer, column by column).
         let data = match a.as_slice() {
-            Ok(s) => s.iter().map(|&x| to(x)).collect(),
-            Err(_) => a.as_array().iter().map(|&x| to(x)).collect(),
+            Ok(s) if a.is_c_contiguous() => s.iter().map(|&x| to(x)).collect(),
+            _ => a.as_array().iter().map(|&x| to(x)).collect(),
         };
         return Some((a.shape().to_vec(), data));
     }
@@ -169,8 +172,17 @@ fn read_value<R: Real + numpy::Element>(
         let x: f64 = v.extract()?;
         Input::Scalar(to(x))
     } else if let Some((shape, data)) = read_array::<R>(v) {
+        if shape.len() >= 2 && param {
+            return Err(input_err(format!(
+                "`{name}`: a {}-D array is data (matrices get no gradient): pass it in `constants`",
+                shape.len()
+            )));
+        }
         match shape.len() {
-            0 => Input::Scalar(data[0]),
+            0 => match data.first() {
+                Some(&x) => Input::Scalar(x),
+                None => return Err(input_err(format!("`{name}`: an empty array"))),
+            },
             1 => Input::Lanes(data),
             2 => Input::Matrix {
                 rows: shape[0],
@@ -392,8 +404,12 @@ impl Program {
         let src = &*self.program.source;
         let mut ev = self
             .evaluators
-            .lock()
-            .map_err(|_| input_err("the evaluator was poisoned by an earlier panic"))?;
+            // Detaches while it waits: another thread evaluating this program holds the lock
+            // with the GIL released, and must be able to take the GIL back.
+            .lock_py_attached(py)
+            // A panic cannot leave the evaluators half-updated in a way a fresh walk would
+            // trust (replay checks its structure first), so a poisoned lock is taken over.
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         let ev = &mut *ev;
         let program = &self.program;
         match precision {
@@ -463,8 +479,12 @@ impl Program {
         let src = &*self.program.source;
         let mut ev = self
             .evaluators
-            .lock()
-            .map_err(|_| input_err("the evaluator was poisoned by an earlier panic"))?;
+            // Detaches while it waits: another thread evaluating this program holds the lock
+            // with the GIL released, and must be able to take the GIL back.
+            .lock_py_attached(py)
+            // A panic cannot leave the evaluators half-updated in a way a fresh walk would
+            // trust (replay checks its structure first), so a poisoned lock is taken over.
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         let ev = &mut *ev;
         let program = &self.program;
         let out = if precision == "f64" {
@@ -509,13 +529,22 @@ fn fit_json(
     num_shards: Option<usize>,
 ) -> PyResult<String> {
     use ndvm_systems::prelude::*;
+    match (shard, num_shards) {
+        (None, None) => {}
+        (Some(k), Some(n)) if k < n => {}
+        _ => {
+            return Err(input_err(format!(
+                "give both `shard` and `num_shards`, with 0 <= shard < num_shards (got {shard:?} of {num_shards:?})"
+            )));
+        }
+    }
     let scene = scene_of(scene, json).map_err(input_err)?;
     let base = Path::new(base).to_path_buf();
     let out = py.detach(move || -> Result<String, String> {
         let (mut members, warnings) =
             ndvm_systems::population::build(&scene, &base).map_err(|e| e.to_string())?;
         if let (Some(k), Some(n)) = (shard, num_shards) {
-            members.retain(|m| m.candidate.index % n.max(1) == k);
+            members.retain(|m| m.candidate.index % n == k);
         }
         let options = FitOptions {
             threads,

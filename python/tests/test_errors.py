@@ -37,7 +37,8 @@ def test_a_program_that_errors_raises_with_its_lanes():
         ({"x": np.array([1.0, np.inf]), "y": 1.0}, "NaN or infinite"),
         ({"x": "three", "y": 1.0}, "expected a number"),
         ({"x": 1.0}, "not bound"),
-        ({"x": np.zeros((1, 1, 1, 1)), "y": 1.0}, "dimensions"),
+        ({"x": np.zeros((1, 1, 1, 1)), "y": 1.0}, "constants"),
+        ({"x": np.zeros((2, 2)), "y": 1.0}, "constants"),
     ],
 )
 def test_bad_inputs_raise_input_errors(inputs, why):
@@ -54,3 +55,27 @@ def test_unknown_names_and_bad_settings():
         ndvm.Program("x", ["x"]).evaluate({"x": 1.0}, precision="f16")
     with pytest.raises(ndvm.InputError):
         ndvm.fit({"candidates": "not a list"})
+
+
+def test_shard_arguments_are_checked():
+    text = "Scene(candidates: [], parameters: Parameters(names: []))"
+    for shard, n in [(0, None), (None, 2), (2, 2)]:
+        with pytest.raises(ndvm.InputError):
+            ndvm.fit_json(text, ".", False, None, shard, n)
+
+
+def test_one_program_from_two_threads_does_not_deadlock():
+    import threading
+
+    prog = ndvm.Program("(loop ((i 0) (s 0)) (if (< i 200000) (recur (+ i 1) (+ s x)) s))", ["x"])
+    results = []
+
+    def work():
+        results.append(float(prog.evaluate({"x": 1.0})["result"][0]))
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert results == [200000.0] * 4

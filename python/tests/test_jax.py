@@ -57,3 +57,14 @@ def test_under_jit_and_a_branch_that_splits_lanes():
     w = jax.grad(lambda *v: nat(*v).sum(), argnums=(0, 1, 2))(a, b, x)
     for u, v in zip(g, w):
         np.testing.assert_allclose(u, v, rtol=1e-12)
+
+
+def test_a_shared_scalar_parameter():
+    f = ndvm.jax.function(ndvm.Program(SRC, ["a", "b", "c", "w", "t"]), params=["a", "b", "c", "w"],
+                          constants={"t": 0.7})
+    a, b, c, w = lanes(3)
+    shared = jnp.asarray(0.4)
+    got = jax.grad(lambda s: f(a, s, c, w).sum())(shared)
+    want = jax.grad(lambda s: native(a, s, c, w, 0.7).sum())(shared)
+    np.testing.assert_allclose(got, want, rtol=1e-10)
+    check_grads(lambda s: f(a, s, c, w), (shared,), order=1, modes=["rev"], atol=1e-6, rtol=1e-6)

@@ -129,3 +129,11 @@ def test_the_gil_is_released_while_the_engine_works():
     assert took["s"] > 0.02, "the evaluation was too short to tell"
     # With the GIL held for the whole evaluation this loop would barely run.
     assert n / elapsed > 0.2 * alone * 0.3, (n, elapsed, alone)
+
+
+def test_any_memory_layout_reads_row_major():
+    m = np.arange(6, dtype=np.float64).reshape(2, 3)
+    prog = ndvm.Program("(ref (ref m 0) 1)", ["m"])
+    for layout in (m, np.asfortranarray(m), m.T.copy().T, m.astype(np.float32)):
+        out = prog.evaluate({}, constants={"m": layout}, precision="f64")
+        assert out["result"].tolist() == [1.0]

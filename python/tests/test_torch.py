@@ -43,3 +43,16 @@ def test_value_and_gradient_equal_native_torch():
     np.testing.assert_allclose(y.detach().numpy(), z.detach().numpy(), rtol=1e-12)
     for g, x in zip(got, ys):
         np.testing.assert_allclose(g.numpy(), x.grad.numpy(), rtol=1e-10, atol=1e-12)
+
+
+def test_a_shared_parameter_and_a_non_number_result():
+    f = ndvm.torch.function(ndvm.Program(SRC, ["a", "b", "c", "w", "t"]), params=["a", "b", "c", "w"],
+                            constants={"t": 0.4})
+    xs = lanes(2)
+    shared = torch.tensor(0.7, dtype=torch.float64, requires_grad=True)
+    assert torch.autograd.gradcheck(lambda a, b, c: f(a, shared * torch.ones_like(a), c, xs[3]),
+                                    tuple(xs[:3]))
+    assert torch.autograd.gradcheck(lambda b: f(xs[0], b, xs[2], xs[3]), (shared,))
+    g = ndvm.torch.function(ndvm.Program("[a a]", ["a"]))
+    with pytest.raises(ValueError):
+        g(xs[0])
