@@ -10,6 +10,7 @@ against the same engine work timed natively inside the extension in the same pro
 """
 
 import json
+import os
 import pathlib
 import statistics
 import sys
@@ -23,7 +24,8 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
 def kalman():
-    text = (ROOT.parent / "shared" / "data" / "conformance" / "oracle_refs.json").read_text()
+    shared = pathlib.Path(os.environ.get("NDVM_SHARED_DATA", ROOT.parent / "shared" / "data"))
+    text = (shared / "conformance" / "oracle_refs.json").read_text()
     text = text.replace("-Infinity", "null").replace("Infinity", "null").replace("NaN", "null")
     case = next(p for p in json.loads(text)["programs"] if p["name"] == "kalman2d_T80")
     m = case["matrix"]
