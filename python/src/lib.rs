@@ -114,13 +114,75 @@ fn limits(
     }
 }
 
-/// One evaluator per precision, kept between calls (so a repeated call replays).
+/// One precision's evaluator, kept between calls (so a repeated call replays), and the
+/// structure its last recorded walk was made for (input kinds and shapes, lanes).
+struct Evaluator<R: Real> {
+    vm: Vm<R>,
+    shape: Option<u64>,
+}
+
+impl<R: Real + numpy::Element> Evaluator<R> {
+    fn new() -> Self {
+        Evaluator {
+            vm: Vm::default(),
+            shape: None,
+        }
+    }
+
+    /// Reads `inputs`/`constants` and evaluates under `lim` (a fresh evaluator when the limits
+    /// changed), with the GIL released when the work is worth it; the result as a dict.
+    #[allow(clippy::too_many_arguments)]
+    fn evaluate<'py>(
+        &mut self,
+        py: Python<'py>,
+        program: &ndvm_engine::Program,
+        inputs: &Bound<'py, PyDict>,
+        constants: Option<&Bound<'py, PyDict>>,
+        grad: bool,
+        lim: Limits,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let b = read_bindings::<R>(inputs, constants)?;
+        if self.vm.limits != lim {
+            *self = Evaluator {
+                vm: Vm::new(lim),
+                shape: None,
+            };
+        }
+        let (vm, shape) = (&mut self.vm, &mut self.shape);
+        let e = if worth_detaching(vm, *shape, &b) {
+            py.detach(|| run(vm, shape, program, &b, grad))
+        } else {
+            run(vm, shape, program, &b, grad)
+        };
+        let e = e.map_err(|e| py_err(py, &e, &program.source))?;
+        to_py(py, e)
+    }
+
+    /// Seconds per call of the engine work alone, `n` calls after one warm-up.
+    fn native_seconds(
+        &mut self,
+        py: Python<'_>,
+        program: &ndvm_engine::Program,
+        b: &Bindings<R>,
+        (grad, n): (bool, usize),
+    ) -> PyResult<f64> {
+        let (vm, shape) = (&mut self.vm, &mut self.shape);
+        let t = py.detach(|| -> Result<f64> {
+            run(vm, shape, program, b, grad)?;
+            let t = std::time::Instant::now();
+            for _ in 0..n {
+                std::hint::black_box(run(vm, shape, program, b, grad)?);
+            }
+            Ok(t.elapsed().as_secs_f64() / n.max(1) as f64)
+        });
+        t.map_err(|e| py_err(py, &e, &program.source))
+    }
+}
+
+/// One evaluator per precision.
 struct Evaluators {
-    f32: Vm<f32>,
-    f64: Vm<f64>,
-    /// The structure the last recorded walk was made for (input kinds and shapes, lanes).
-    shape32: Option<u64>,
-    shape64: Option<u64>,
+    f32: Evaluator<f32>,
+    f64: Evaluator<f64>,
 }
 
 /// A decoded program with its evaluators.
@@ -343,6 +405,18 @@ fn to_py<'py, R: Real + numpy::Element>(
     Ok(d)
 }
 
+impl Program {
+    /// The evaluators, locked. The lock detaches while it waits: another thread evaluating this
+    /// program holds it with the GIL released and must be able to take the GIL back. A panic
+    /// cannot leave an evaluator half-updated in a way a later call would trust (a replay checks
+    /// its structure first), so a poisoned lock is taken over.
+    fn evaluators(&self, py: Python<'_>) -> std::sync::MutexGuard<'_, Evaluators> {
+        self.evaluators
+            .lock_py_attached(py)
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
 #[pymethods]
 impl Program {
     /// Decodes `src` against the input names (once; a located error raises a `NdvmError`
@@ -354,10 +428,8 @@ impl Program {
         Ok(Program {
             program,
             evaluators: Mutex::new(Evaluators {
-                f32: Vm::default(),
-                f64: Vm::default(),
-                shape32: None,
-                shape64: None,
+                f32: Evaluator::new(),
+                f64: Evaluator::new(),
             }),
         })
     }
@@ -401,48 +473,14 @@ impl Program {
             max_depth,
             max_payload_bytes,
         );
-        let src = &*self.program.source;
-        let mut ev = self
-            .evaluators
-            // Detaches while it waits: another thread evaluating this program holds the lock
-            // with the GIL released, and must be able to take the GIL back.
-            .lock_py_attached(py)
-            // A panic cannot leave the evaluators half-updated in a way a fresh walk would
-            // trust (replay checks its structure first), so a poisoned lock is taken over.
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let ev = &mut *ev;
-        let program = &self.program;
+        let mut ev = self.evaluators(py);
         match precision {
-            "f32" => {
-                let b = read_bindings::<f32>(inputs, constants)?;
-                if ev.f32.limits != lim {
-                    ev.f32 = Vm::new(lim);
-                    ev.shape32 = None;
-                }
-                let (vm, shape) = (&mut ev.f32, &mut ev.shape32);
-                let e = if worth_detaching(vm, *shape, &b) {
-                    py.detach(|| run(vm, shape, program, &b, grad))
-                } else {
-                    run(vm, shape, program, &b, grad)
-                };
-                let e = e.map_err(|e| py_err(py, &e, src))?;
-                to_py(py, e)
-            }
-            "f64" => {
-                let b = read_bindings::<f64>(inputs, constants)?;
-                if ev.f64.limits != lim {
-                    ev.f64 = Vm::new(lim);
-                    ev.shape64 = None;
-                }
-                let (vm, shape) = (&mut ev.f64, &mut ev.shape64);
-                let e = if worth_detaching(vm, *shape, &b) {
-                    py.detach(|| run(vm, shape, program, &b, grad))
-                } else {
-                    run(vm, shape, program, &b, grad)
-                };
-                let e = e.map_err(|e| py_err(py, &e, src))?;
-                to_py(py, e)
-            }
+            "f32" => ev
+                .f32
+                .evaluate(py, &self.program, inputs, constants, grad, lim),
+            "f64" => ev
+                .f64
+                .evaluate(py, &self.program, inputs, constants, grad, lim),
             other => Err(pyo3::exceptions::PyValueError::new_err(format!(
                 "precision must be \"f32\" or \"f64\", got {other:?}"
             ))),
@@ -462,41 +500,14 @@ impl Program {
         precision: &str,
         constants: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<f64> {
-        fn time<R: Real>(
-            vm: &mut Vm<R>,
-            shape: &mut Option<u64>,
-            program: &ndvm_engine::Program,
-            b: &Bindings<R>,
-            (grad, n): (bool, usize),
-        ) -> Result<f64> {
-            run(vm, shape, program, b, grad)?;
-            let t = std::time::Instant::now();
-            for _ in 0..n {
-                std::hint::black_box(run(vm, shape, program, b, grad)?);
-            }
-            Ok(t.elapsed().as_secs_f64() / n.max(1) as f64)
-        }
-        let src = &*self.program.source;
-        let mut ev = self
-            .evaluators
-            // Detaches while it waits: another thread evaluating this program holds the lock
-            // with the GIL released, and must be able to take the GIL back.
-            .lock_py_attached(py)
-            // A panic cannot leave the evaluators half-updated in a way a fresh walk would
-            // trust (replay checks its structure first), so a poisoned lock is taken over.
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let ev = &mut *ev;
-        let program = &self.program;
-        let out = if precision == "f64" {
+        let mut ev = self.evaluators(py);
+        if precision == "f64" {
             let b = read_bindings::<f64>(inputs, constants)?;
-            let (vm, shape) = (&mut ev.f64, &mut ev.shape64);
-            py.detach(|| time(vm, shape, program, &b, (grad, n)))
+            ev.f64.native_seconds(py, &self.program, &b, (grad, n))
         } else {
             let b = read_bindings::<f32>(inputs, constants)?;
-            let (vm, shape) = (&mut ev.f32, &mut ev.shape32);
-            py.detach(|| time(vm, shape, program, &b, (grad, n)))
-        };
-        out.map_err(|e| py_err(py, &e, src))
+            ev.f32.native_seconds(py, &self.program, &b, (grad, n))
+        }
     }
 
     fn __repr__(&self) -> String {
