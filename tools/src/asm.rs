@@ -6,10 +6,8 @@ use crate::Failure;
 use crate::diagnostics;
 use clap::{Args, ValueEnum};
 use ndvm_bytecode::{Executable, Form};
-use ndvm_components::input_file;
 use ndvm_engine::extension::Registry;
 use std::io::Write;
-use std::path::Path;
 
 #[derive(Args, Debug)]
 pub struct AsmArgs {
@@ -41,13 +39,7 @@ enum To {
 pub fn asm(args: AsmArgs) -> Result<(), Failure> {
     let path = args.program.as_str();
     let form = Form::of(path, true);
-    let bytes = if form == Form::Binary {
-        std::fs::read(path).map_err(|e| Failure::Usage(format!("cannot read {path}: {e}")))?
-    } else {
-        input_file::read(Path::new(path), input_file::TEXT_LIMIT)
-            .map_err(|e| Failure::Usage(format!("cannot read {path}: {e}")))?
-            .into_bytes()
-    };
+    let bytes = crate::run::read_program(path, form)?;
     let names: Vec<&str> = args.inputs.split(',').filter(|s| !s.is_empty()).collect();
     let code = match Executable::load(form, &bytes, &names, &Registry::default()) {
         Ok(Executable::Bytecode(code)) => code,

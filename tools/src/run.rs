@@ -96,10 +96,7 @@ impl RunArgs {
                     .map_err(|e| Failure::Usage(format!("reading standard input: {e}")))?;
                 Ok(("<stdin>".into(), s.into_bytes()))
             }
-            Some(path) if form == Form::Binary => read_bytes(path).map(|b| (path.to_string(), b)),
-            Some(path) => input_file::read(Path::new(path), input_file::TEXT_LIMIT)
-                .map(|s| (path.to_string(), s.into_bytes()))
-                .map_err(|e| Failure::Usage(format!("cannot read {path}: {e}"))),
+            Some(path) => read_program(path, form).map(|b| (path.to_string(), b)),
             None => Err(Failure::Usage("give a PROGRAM_FILE or --expr".into())),
         }
     }
@@ -136,8 +133,14 @@ impl RunArgs {
     }
 }
 
-/// A binary program file, within the text size limit.
-fn read_bytes(path: &str) -> Result<Vec<u8>, Failure> {
+/// A program file's contents, within the text size limit: bytes for the binary bytecode form,
+/// UTF-8 text (checked) otherwise.
+pub(crate) fn read_program(path: &str, form: Form) -> Result<Vec<u8>, Failure> {
+    if form != Form::Binary {
+        return input_file::read(Path::new(path), input_file::TEXT_LIMIT)
+            .map(String::into_bytes)
+            .map_err(|e| Failure::Usage(format!("cannot read {path}: {e}")));
+    }
     let fail = |e: std::io::Error| Failure::Usage(format!("cannot read {path}: {e}"));
     let len = std::fs::metadata(path).map_err(fail)?.len();
     if len > input_file::TEXT_LIMIT {
