@@ -4,8 +4,10 @@
 //! (a [`Candidate`] and its [`LaneGroup`]s, ARCHITECTURE.md "ECS entities"), the scene file that
 //! scripts a fit, data sets, optimizer settings and state, and the bindings file of `ndvm run`.
 
+pub mod bare_names;
 pub mod bindings_file;
 pub mod candidate;
+pub mod candidate_stream;
 pub mod dataset;
 pub mod input_file;
 pub mod lane_group;

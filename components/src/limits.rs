@@ -27,3 +27,16 @@ pub const PARAMS: usize = 1000;
 /// Values of one data set: points × columns (a synthetic grid's inputs, a CSV file's bound
 /// columns and target), and of all a scene's data sets together.
 pub const DATA_VALUES: usize = 40_000_000;
+
+/// A wall-clock budget in seconds (`budget_seconds`, `search.budget.seconds`,
+/// `--budget-seconds`) must be finite and ≥ 0 (0 stops before the first step); `what` names the
+/// setting in the message.
+pub fn check_seconds(what: &str, seconds: f64) -> Result<(), String> {
+    if seconds.is_finite() && seconds >= 0.0 {
+        Ok(())
+    } else {
+        Err(format!(
+            "{what} must be a finite number of seconds ≥ 0, got {seconds}"
+        ))
+    }
+}

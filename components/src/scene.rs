@@ -170,7 +170,9 @@ pub enum Candidates {
     /// the bytecode client; anything else is dialect source.
     File(String),
     /// A JSON-lines stream, one candidate a line with `src` and `params` (parameter names), as
-    /// in `shared/data/cosearch/`; `take` limits how many lines are read.
+    /// in the reference co-search streams (`testdata/cosearch/`), read by
+    /// [`crate::candidate_stream`]; `take` limits how many candidates are read (skipped
+    /// malformed lines do not count).
     Stream {
         path: String,
         #[serde(default)]
@@ -335,7 +337,7 @@ fn explain(code: &ron::Error) -> String {
 impl Scene {
     /// Reads a scene from RON text.
     pub fn from_ron(text: &str) -> Result<Scene, SceneError> {
-        let scene: Scene = ron::from_str(text).map_err(|e| SceneError {
+        let scene: Scene = crate::bare_names::from_str(text).map_err(|e| SceneError {
             message: explain(&e.code),
             line: e.span.start.line,
             column: e.span.start.col,
@@ -396,12 +398,8 @@ impl Scene {
         } else if self.candidates.is_empty() {
             return fail("a scene needs at least one candidate".into());
         }
-        if let Some(s) = self.budget_seconds
-            && !(s.is_finite() && s >= 0.0)
-        {
-            return fail(format!(
-                "`budget_seconds` must be a finite number of seconds ≥ 0, got {s}"
-            ));
+        if let Some(s) = self.budget_seconds {
+            crate::limits::check_seconds("`budget_seconds`", s).or_else(fail)?;
         }
         if let Some(o) = &self.optimizer {
             o.check().or_else(fail)?;

@@ -332,12 +332,8 @@ impl Search {
             }
             _ => {}
         }
-        if let Some(s) = self.budget.seconds
-            && !(s.is_finite() && s >= 0.0)
-        {
-            return Err(format!(
-                "`budget.seconds` must be a finite number ≥ 0, got {s}"
-            ));
+        if let Some(s) = self.budget.seconds {
+            crate::limits::check_seconds("`budget.seconds`", s)?;
         }
         match self.success {
             Success::HeldOutR2(x) | Success::TrainLoss(x) if !x.is_finite() => {

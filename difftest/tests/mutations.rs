@@ -14,7 +14,7 @@ use ndvm_engine::prelude::*;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use std::alloc::System;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 #[global_allocator]
 static ALLOCATOR: Cap<System> = Cap::new(System, usize::MAX);
@@ -34,21 +34,10 @@ fn seeds() -> Vec<String> {
     {
         out.push(std::fs::read_to_string(e.path()).expect("read"));
     }
-    let shared = std::env::var("NDVM_SHARED_DATA")
-        .map_or_else(|_| root.join("../../shared/data"), PathBuf::from);
-    let refs = std::fs::read_to_string(shared.join("conformance/oracle_refs.json")).expect("refs");
-    // Python wrote the oracle's non-finite numbers as bare NaN/Infinity; only `src` is needed.
-    let refs = refs
-        .replace("-Infinity", "null")
-        .replace("Infinity", "null")
-        .replace("NaN", "null");
-    let refs: serde_json::Value = serde_json::from_str(&refs).expect("json");
-    for p in refs["programs"].as_array().expect("programs") {
+    for p in ndvm_testdata::conformance_programs() {
         out.push(p["src"].as_str().unwrap_or("").to_string());
     }
-    let fuzz = std::fs::read_to_string(shared.join("fuzz/seed1234_n200.jsonl")).expect("corpus");
-    for line in fuzz.lines().take(60) {
-        let p: serde_json::Value = serde_json::from_str(line).expect("json");
+    for p in ndvm_testdata::fuzz_corpus().into_iter().take(60) {
         out.push(p["src"].as_str().unwrap_or("").to_string());
     }
     out.sort();

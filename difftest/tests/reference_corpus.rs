@@ -5,20 +5,6 @@
 use ndvm_difftest::gates::Engines;
 use ndvm_difftest::oracle;
 use ndvm_difftest::prelude::*;
-use std::path::PathBuf;
-
-fn corpus() -> Vec<serde_json::Value> {
-    let dir = std::env::var("NDVM_SHARED_DATA").map_or_else(
-        |_| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/data"),
-        PathBuf::from,
-    );
-    let path = dir.join("fuzz/seed1234_n200.jsonl");
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    text.lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(|l| serde_json::from_str(l).expect("json line"))
-        .collect()
-}
 
 fn close(a: f64, b: f64, tol: f64) -> bool {
     (a - b).abs() <= tol + tol * b.abs()
@@ -26,7 +12,7 @@ fn close(a: f64, b: f64, tol: f64) -> bool {
 
 #[test]
 fn our_oracle_agrees_with_the_reference_oracle_and_the_engine_passes_every_gate() {
-    let corpus = corpus();
+    let corpus = ndvm_testdata::fuzz_corpus();
     assert_eq!(corpus.len(), 200);
     let mut failures = Vec::new();
     let mut engines = Engines::default();

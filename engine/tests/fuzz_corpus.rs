@@ -1,6 +1,6 @@
 //! The reference differential-testing corpus `fuzz/seed1234_n200.jsonl`: G1 forward vs oracle,
 //! G2 gradient vs oracle, G3 gradient vs central finite differences of our own forward, with the
-//! tolerances of `shared/data/README.md`.
+//! tolerances of `testdata/README.md`.
 
 mod common;
 use common::*;

@@ -24,8 +24,8 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
 def kalman():
-    shared = pathlib.Path(os.environ.get("NDVM_SHARED_DATA", ROOT.parent / "shared" / "data"))
-    text = (shared / "conformance" / "oracle_refs.json").read_text()
+    testdata = pathlib.Path(os.environ.get("NDVM_TEST_DATA", ROOT / "testdata"))
+    text = (testdata / "conformance" / "oracle_refs.json").read_text()
     text = text.replace("-Infinity", "null").replace("Infinity", "null").replace("NaN", "null")
     case = next(p for p in json.loads(text)["programs"] if p["name"] == "kalman2d_T80")
     m = case["matrix"]

@@ -8,11 +8,11 @@ import subprocess
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-SHARED = pathlib.Path(os.environ.get("NDVM_SHARED_DATA", ROOT.parent / "shared" / "data"))
+TESTDATA = pathlib.Path(os.environ.get("NDVM_TEST_DATA", ROOT / "testdata"))
 
 
 def oracle_programs():
-    text = (SHARED / "conformance" / "oracle_refs.json").read_text()
+    text = (TESTDATA / "conformance" / "oracle_refs.json").read_text()
     # Python's json writes non-finite numbers bare; none of the used fields need them.
     text = text.replace("-Infinity", "null").replace("Infinity", "null").replace("NaN", "null")
     return json.loads(text)["programs"]

@@ -7,6 +7,7 @@
 
 use crate::data::{self, DataError};
 use ndvm_bytecode::Form;
+use ndvm_components::candidate_stream::{self, NAMED_WARNINGS, StreamError};
 use ndvm_components::input_file;
 use ndvm_components::prelude::*;
 use ndvm_components::scene::{Candidates, Data, Parameters, Scene, SceneInput};
@@ -30,12 +31,8 @@ pub struct Member {
 pub enum PopulationError {
     #[error("{path}: {message}")]
     File { path: String, message: String },
-    #[error("{path}, line {line}: {message}")]
-    Stream {
-        path: String,
-        line: usize,
-        message: String,
-    },
+    #[error(transparent)]
+    Stream(#[from] StreamError),
     #[error(transparent)]
     Data(#[from] DataError),
     #[error("candidate `{candidate}`: {message}")]
@@ -96,7 +93,7 @@ impl Context {
 }
 
 /// The warning for rows a CSV data set left out (`drop_non_finite: true`), naming the first
-/// [`LINE_WARNINGS`] of them.
+/// [`NAMED_WARNINGS`] of them.
 pub fn dropped_warning(d: &Dataset, data: &Data) -> Option<String> {
     let Data::Csv { path, .. } = data else {
         return None;
@@ -108,10 +105,10 @@ pub fn dropped_warning(d: &Dataset, data: &Data) -> Option<String> {
     let shown: Vec<String> = d
         .dropped_rows
         .iter()
-        .take(LINE_WARNINGS)
+        .take(NAMED_WARNINGS)
         .map(|r| r.to_string())
         .collect();
-    let more = if n > LINE_WARNINGS { ", …" } else { "" };
+    let more = if n > NAMED_WARNINGS { ", …" } else { "" };
     Some(format!(
         "{path}: {n} row(s) with a NaN or infinite cell left out (`drop_non_finite: true`): row {}{more}",
         shown.join(", ")
@@ -153,13 +150,9 @@ pub fn name_clash(
         .map(|c| format!("`{c}` is both a data column and a shared input (`inputs`): rename one"))
 }
 
-/// Malformed stream lines named one by one in the warnings (the rest are counted).
-const LINE_WARNINGS: usize = 10;
-
 /// The population of `scene`; relative paths are resolved against `base` (the scene's folder).
 /// Returns the members and the warnings: a malformed line of a candidate stream is skipped,
-/// named with its line (the first [`LINE_WARNINGS`] of each stream) and counted; a stream
-/// with no valid line at all is an error.
+/// named and counted ([`candidate_stream`]); a stream with no valid line at all is an error.
 pub fn build(scene: &Scene, base: &Path) -> Result<(Vec<Member>, Vec<String>), PopulationError> {
     let mut warnings = Vec::new();
     let Context {
@@ -252,54 +245,23 @@ pub fn build(scene: &Scene, base: &Path) -> Result<(Vec<Member>, Vec<String>), P
                 push(name, (source, form), &scene.parameters, scene_data.clone())?;
             }
             Candidates::Stream { path, take } => {
-                let text = read(base, path)?;
-                let lines = text
-                    .lines()
-                    .enumerate()
-                    .filter(|(_, l)| !l.trim().is_empty());
-                let (mut good, mut bad, mut first_error) = (0, 0, None);
                 let stem = Path::new(path)
                     .file_stem()
                     .map_or_else(String::new, |s| s.to_string_lossy().into_owned());
-                for (i, line) in lines.take(take.unwrap_or(usize::MAX)) {
-                    let read = serde_json::from_str::<StreamLine>(line)
-                        .map_err(|e| e.to_string())
-                        .and_then(|entry| {
-                            let mut params = scene.parameters.clone();
-                            if let Some(names) = entry.params {
-                                params.names = names;
-                            }
-                            let name = format!("{stem}:{}", i + 1);
-                            // A line whose names clash is skipped like any malformed line.
-                            let src = (entry.src, Form::Dialect);
-                            push(name, src, &params, scene_data.clone()).map_err(|e| match e {
-                                PopulationError::Names { message, .. } => message,
-                                other => other.to_string(),
-                            })
-                        });
-                    let Err(message) = read else {
-                        good += 1;
-                        continue;
-                    };
-                    bad += 1;
-                    if bad <= LINE_WARNINGS {
-                        warnings.push(format!("{path}, line {}: skipped: {message}", i + 1));
+                let reading = candidate_stream::read(&base.join(path), path, *take, |entry| {
+                    let mut params = scene.parameters.clone();
+                    if let Some(names) = entry.params {
+                        params.names = names;
                     }
-                    first_error.get_or_insert(PopulationError::Stream {
-                        path: path.clone(),
-                        line: i + 1,
-                        message,
-                    });
-                }
-                if let (0, Some(e)) = (good, first_error) {
-                    return Err(e);
-                }
-                if bad > 0 {
-                    warnings.push(format!(
-                        "{path}: {bad} malformed line{} skipped, {good} candidates read",
-                        if bad == 1 { "" } else { "s" }
-                    ));
-                }
+                    let name = format!("{stem}:{}", entry.line);
+                    // A line whose names clash is skipped like any malformed line.
+                    let src = (entry.src, Form::Dialect);
+                    push(name, src, &params, scene_data.clone()).map_err(|e| match e {
+                        PopulationError::Names { message, .. } => message,
+                        other => other.to_string(),
+                    })
+                })?;
+                warnings.extend(reading.warnings);
             }
         }
     }
@@ -307,14 +269,6 @@ pub fn build(scene: &Scene, base: &Path) -> Result<(Vec<Member>, Vec<String>), P
         return Err(PopulationError::Empty);
     }
     Ok((members, warnings))
-}
-
-/// One line of a candidate stream (other fields, like `skeleton`, are ignored).
-#[derive(serde::Deserialize)]
-struct StreamLine {
-    src: String,
-    #[serde(default)]
-    params: Option<Vec<String>>,
 }
 
 /// One candidate: its starting values drawn from `params` (restart `r` at

@@ -26,22 +26,7 @@ fn rel(a: f64, b: f64) -> f64 {
 
 /// The conformance oracle of `kalman2d_T80`: (value, dL/dq, dL/dr).
 fn kalman_oracle() -> (f64, f64, f64) {
-    let path = std::env::var("NDVM_SHARED_DATA").map_or_else(
-        |_| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/data"),
-        PathBuf::from,
-    );
-    let path = path.join("conformance/oracle_refs.json");
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    // Python spells non-finite numbers bare; none is needed here.
-    let text = text
-        .replace("-Infinity", "null")
-        .replace("Infinity", "null")
-        .replace("NaN", "null");
-    let refs: serde_json::Value = serde_json::from_str(&text).expect("oracle json");
-    let k = refs["programs"]
-        .as_array()
-        .and_then(|ps| ps.iter().find(|p| p["name"] == "kalman2d_T80"))
-        .expect("kalman2d_T80");
+    let k = ndvm_testdata::conformance_program("kalman2d_T80");
     let f = |v: &serde_json::Value| v.as_f64().expect("number");
     (
         f(&k["oracle_result"]),

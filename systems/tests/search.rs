@@ -17,13 +17,6 @@ fn scenes() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../scenes")
 }
 
-fn shared() -> PathBuf {
-    std::env::var("NDVM_SHARED_DATA").map_or_else(
-        |_| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/data"),
-        PathBuf::from,
-    )
-}
-
 fn load(name: &str) -> Scene {
     let text = std::fs::read_to_string(scenes().join(name)).expect("scene");
     Scene::from_ron(&text).expect("scene parses")
@@ -214,12 +207,10 @@ fn digits_in_names_as_c(s: &str) -> String {
 }
 
 #[test]
-fn skeletons_match_the_shared_streams() {
-    for file in ["scalar_stream_247.jsonl", "recurrence_stream_80.jsonl"] {
-        let text = std::fs::read_to_string(shared().join("cosearch").join(file)).expect("stream");
+fn skeletons_match_the_reference_streams() {
+    for file in ndvm_testdata::STREAMS {
         let mut n = 0;
-        for line in text.lines().filter(|l| !l.trim().is_empty()) {
-            let v: serde_json::Value = serde_json::from_str(line).expect("json");
+        for v in ndvm_testdata::stream(file) {
             let params: Vec<String> = v["params"]
                 .as_array()
                 .expect("params")
@@ -237,6 +228,19 @@ fn skeletons_match_the_shared_streams() {
             n += 1;
         }
         assert!(n >= 80, "{file}: {n}");
+    }
+}
+
+/// The bundled search scenes use copies of the reference streams beside them: the same bytes.
+#[test]
+fn the_scenes_streams_are_the_reference_streams() {
+    for file in ndvm_testdata::STREAMS {
+        let ours = std::fs::read(scenes().join(file)).expect("scene stream");
+        let theirs = std::fs::read(ndvm_testdata::path(&format!("cosearch/{file}"))).expect("ref");
+        assert!(
+            ours == theirs,
+            "scenes/{file} differs from testdata/cosearch/{file}"
+        );
     }
 }
 

@@ -24,7 +24,12 @@ pub struct SearchArgs {
     /// The search scene (`*.scene.ron` with a `search:` section).
     scene: PathBuf,
     /// Stop after this many seconds (overrides the scene's budget).
-    #[arg(long, value_name = "S", conflicts_with = "calibrations")]
+    #[arg(
+        long,
+        value_name = "S",
+        conflicts_with = "calibrations",
+        allow_negative_numbers = true
+    )]
     budget_seconds: Option<f64>,
     /// Stop after this many calibrations (results are then identical at every thread count).
     #[arg(long, value_name = "N")]
@@ -84,12 +89,8 @@ pub fn search(args: SearchArgs) -> Result<(), Failure> {
             )));
         }
     };
-    if let Some(s) = args.budget_seconds
-        && !(s.is_finite() && s >= 0.0)
-    {
-        return Err(Failure::Usage(format!(
-            "--budget-seconds must be a finite number ≥ 0, got {s}"
-        )));
+    if let Some(s) = args.budget_seconds {
+        ndvm_components::limits::check_seconds("--budget-seconds", s).map_err(Failure::Usage)?;
     }
     let out = args.out.clone().or(spec.out.as_ref().map(PathBuf::from));
     // Check the output folder before any work, so a long search cannot end with nowhere to go.

@@ -293,7 +293,11 @@ fn an_empty_population_says_why() {
                 "empty.scene.ron",
                 &format!(r#"Scene(candidates: [Stream(path: "{path}", take: {take})])"#),
             );
-            fails_with(&["fit", &s], 1, "the population is empty");
+            fails_with(
+                &["fit", &s],
+                1,
+                "no candidates (the stream has no line, or `take` is 0)",
+            );
         }
     }
 }

@@ -156,6 +156,18 @@ fn wrong_scenes_and_settings_are_clean_errors() {
     ]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--budget-seconds"));
+    // A negative number is a value (not a flag), refused with the real reason.
+    let out = ndvm(&[
+        "search",
+        &scene("search_scalar.scene.ron"),
+        "--budget-seconds",
+        "-5",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr).trim(),
+        "error: --budget-seconds must be a finite number of seconds ≥ 0, got -5"
+    );
     let out = ndvm(&[
         "search",
         &scene("search_scalar.scene.ron"),

@@ -1,77 +1,15 @@
-//! Shared test helpers: locating the reference data and running programs.
+//! Shared test helpers: the reference data (read by `ndvm-testdata`) as bindings, and running
+//! programs.
 #![allow(dead_code)]
 
 use ndvm_engine::prelude::*;
-use std::path::PathBuf;
 
-/// `../shared/data` beside the repository (override with `NDVM_SHARED_DATA`).
-pub fn shared_data() -> PathBuf {
-    if let Ok(p) = std::env::var("NDVM_SHARED_DATA") {
-        return PathBuf::from(p);
-    }
-    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/data");
-    assert!(
-        p.is_dir(),
-        "reference data not found at {} (set NDVM_SHARED_DATA)",
-        p.display()
-    );
-    p
-}
+#[allow(unused_imports)]
+pub use ndvm_testdata::{conformance_programs, num};
 
-pub fn read_json(rel: &str) -> serde_json::Value {
-    let path = shared_data().join(rel);
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    serde_json::from_str(&python_json(&text)).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-}
-
+/// A JSON-lines file of the reference data (`testdata/`).
 pub fn read_jsonl(rel: &str) -> Vec<serde_json::Value> {
-    let path = shared_data().join(rel);
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    text.lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(|l| serde_json::from_str(&python_json(l)).expect("json line"))
-        .collect()
-}
-
-/// The reference data was written by Python, which spells non-finite numbers as bare
-/// `Infinity`, `-Infinity` and `NaN`; turn them into strings that [`num`] understands.
-fn python_json(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut in_str = false;
-    let mut prev = ' ';
-    let mut rest = text;
-    while let Some(c) = rest.chars().next() {
-        if c == '"' && prev != '\\' {
-            in_str = !in_str;
-        }
-        if !in_str
-            && let Some(tok) = ["-Infinity", "Infinity", "NaN"]
-                .iter()
-                .find(|t| rest.starts_with(**t))
-        {
-            out.push_str(&format!("\"{tok}\""));
-            rest = &rest[tok.len()..];
-            prev = 'x';
-            continue;
-        }
-        out.push(c);
-        prev = c;
-        rest = &rest[c.len_utf8()..];
-    }
-    out
-}
-
-/// A JSON number, or one of the strings `Infinity`, `-Infinity`, `NaN`.
-pub fn num(v: &serde_json::Value) -> Option<f64> {
-    match v {
-        serde_json::Value::String(s) => match s.as_str() {
-            "Infinity" => Some(f64::INFINITY),
-            "-Infinity" => Some(f64::NEG_INFINITY),
-            "NaN" => Some(f64::NAN),
-            _ => None,
-        },
-        v => v.as_f64(),
-    }
+    ndvm_testdata::jsonl(rel)
 }
 
 /// Runs `src` with per-binding values (scalars broadcast) and returns the evaluation.
@@ -92,37 +30,16 @@ pub fn close(a: f64, b: f64, atol: f64, rtol: f64) -> bool {
     ndvm_engine::check::close(a, b, atol, rtol)
 }
 
-/// The programs of `conformance/oracle_refs.json`.
-pub fn conformance_programs() -> Vec<serde_json::Value> {
-    let refs = read_json("conformance/oracle_refs.json");
-    let programs = refs["programs"].as_array().expect("programs").clone();
-    assert!(
-        programs.len() >= 34,
-        "expected the conformance programs, found {}",
-        programs.len()
-    );
-    programs
-}
-
-/// The observation matrix of a program, if it has one. The reference file stores it as the text
-/// of a Python dict.
+/// The observation matrix of a program, if it has one, in f32.
 pub fn conformance_matrix(p: &serde_json::Value) -> Option<(String, usize, usize, Vec<f32>)> {
-    let m = match &p["matrix"] {
-        serde_json::Value::Null => return None,
-        serde_json::Value::String(s) => {
-            serde_json::from_str::<serde_json::Value>(&s.replace('\'', "\"")).expect("matrix")
-        }
-        v => v.clone(),
-    };
-    let data = m["data"].as_array().expect("data");
-    Some((
-        m["name"].as_str().expect("name").to_string(),
-        m["rows"].as_u64().expect("rows") as usize,
-        m["cols"].as_u64().expect("cols") as usize,
-        data.iter()
-            .map(|x| x.as_f64().expect("number") as f32)
-            .collect(),
-    ))
+    ndvm_testdata::conformance_matrix(p).map(|m| {
+        (
+            m.name,
+            m.rows,
+            m.cols,
+            m.data.iter().map(|&x| x as f32).collect(),
+        )
+    })
 }
 
 /// A conformance program's inputs over `lanes` lanes (each lane varied by a small relative

@@ -276,12 +276,9 @@ impl Search {
             (None, None) => Some(DEFAULT_SECONDS),
             (s, _) => s,
         };
-        if let Some(s) = seconds
-            && !(s.is_finite() && s >= 0.0)
-        {
-            return Err(SearchError::Setting(format!(
-                "the time budget must be a finite number of seconds ≥ 0, got {s}"
-            )));
+        if let Some(s) = seconds {
+            ndvm_components::limits::check_seconds("the time budget", s)
+                .map_err(SearchError::Setting)?;
         }
         let threads = options
             .threads

@@ -2,11 +2,11 @@
 //! ends (the reference co-search protocol). Each pass gives the same programs; the search draws
 //! fresh starting values for every proposal, so a second pass is a new set of calibrations.
 //!
-//! A line is `{"src": "…", "params": ["a", "b"], …}` (other fields, such as `skeleton`, are
-//! ignored). Blank lines are skipped; a malformed line is skipped with a warning naming the
-//! file and line, and the count is reported.
+//! The file is read as a fit reads its `Stream(..)` candidates ([`candidate_stream`]): a
+//! malformed line is skipped with a warning naming the file and line, and the count is reported.
 
 use super::proposer::{Notes, Proposal, Proposer, ProposerError};
+use ndvm_components::candidate_stream;
 use std::path::Path;
 
 #[derive(Debug)]
@@ -17,16 +17,9 @@ pub struct Stream {
     cycle: bool,
 }
 
-#[derive(serde::Deserialize)]
-struct Line {
-    src: String,
-    #[serde(default)]
-    params: Vec<String>,
-}
-
 impl Stream {
-    /// Reads `path` (up to `take` candidates). Unreadable files are errors; malformed lines
-    /// are warnings.
+    /// Reads `path` (up to `take` candidates, [`candidate_stream`]). Unreadable files and
+    /// streams without a candidate are errors; malformed lines are warnings.
     pub fn open(
         path: &Path,
         shown: &str,
@@ -34,39 +27,21 @@ impl Stream {
         cycle: bool,
         notes: &mut Notes,
     ) -> Result<Stream, String> {
-        let text = ndvm_components::input_file::read(path, ndvm_components::input_file::TEXT_LIMIT)
-            .map_err(|e| format!("{shown}: {e}"))?;
         let stem = path
             .file_stem()
             .map_or_else(|| shown.to_string(), |s| s.to_string_lossy().into_owned());
         let mut lines = Vec::new();
-        let mut skipped = 0;
-        for (i, line) in text.lines().enumerate() {
-            if lines.len() >= take.unwrap_or(usize::MAX) {
-                break;
-            }
-            if line.trim().is_empty() {
-                continue;
-            }
-            match serde_json::from_str::<Line>(line) {
-                Ok(l) => lines.push(Proposal {
-                    src: l.src,
-                    params: l.params,
-                    name: format!("{stem}:{}", i + 1),
-                }),
-                Err(e) => {
-                    skipped += 1;
-                    if skipped <= 10 {
-                        notes.warn(format!("{shown}, line {}: skipped: {e}", i + 1));
-                    }
-                }
-            }
-        }
-        if skipped > 10 {
-            notes.warn(format!("{shown}: {skipped} malformed lines skipped in all"));
-        }
-        if lines.is_empty() {
-            return Err(format!("{shown}: no candidates"));
+        let reading = candidate_stream::read(path, shown, take, |entry| {
+            lines.push(Proposal {
+                src: entry.src,
+                params: entry.params.unwrap_or_default(),
+                name: format!("{stem}:{}", entry.line),
+            });
+            Ok(())
+        })
+        .map_err(|e| e.to_string())?;
+        for w in reading.warnings {
+            notes.warn(w);
         }
         Ok(Stream {
             name: format!("stream {stem}"),
@@ -124,7 +99,7 @@ mod tests {
         let mut notes = Notes::default();
         let mut s = Stream::open(&path, "c.jsonl", None, true, &mut notes).expect("stream");
         assert_eq!(s.len(), 2);
-        assert_eq!(notes.warnings.len(), 1);
+        assert_eq!(notes.warnings.len(), 2);
         assert!(
             notes.warnings[0].starts_with("c.jsonl, line 3: skipped"),
             "{notes:?}"
