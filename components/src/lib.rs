@@ -15,7 +15,6 @@ pub mod limits;
 pub mod optimizer;
 pub mod parameter_names;
 pub mod scene;
-pub mod search;
 
 pub use bindings_file::{BindingsFile, MatrixSpec};
 pub use candidate::{

@@ -9,7 +9,8 @@
 use ndvm_engine::prims::compare::Cmp;
 use ndvm_engine::prims::scalar::Op;
 use ndvm_engine::tape::Form;
-use std::sync::{Arc, Mutex};
+use std::io::{Read, Write};
+use std::sync::{Arc, Mutex, OnceLock};
 
 /// What went wrong on the device side.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -118,7 +119,14 @@ pub fn shader_source() -> String {
 impl Gpu {
     /// The best adapter's device with the interpreter compiled, or why there is none.
     pub fn new() -> Result<Gpu, GpuError> {
-        pollster::block_on(Self::open())
+        quiet_loader(|| pollster::block_on(Self::open()))
+    }
+
+    /// The process's device, opened once (opening compiles the interpreter) and shared by
+    /// every fit, search and run of the process.
+    pub fn shared() -> Result<Arc<Gpu>, GpuError> {
+        static GPU: OnceLock<Result<Arc<Gpu>, GpuError>> = OnceLock::new();
+        GPU.get_or_init(|| Gpu::new().map(Arc::new)).clone()
     }
 
     async fn open() -> Result<Gpu, GpuError> {
@@ -220,4 +228,31 @@ impl Gpu {
     pub(crate) fn failure(&self) -> Option<String> {
         self.lost.lock().ok().and_then(|l| l.clone())
     }
+}
+
+/// Lines the Vulkan stack prints on standard error that say nothing to a user: without a
+/// desktop session, Mesa's software driver asks libwayland for a display, which complains about
+/// `XDG_RUNTIME_DIR` — twice per process.
+const LOADER_NOISE: [&str; 1] = ["XDG_RUNTIME_DIR is invalid or not set"];
+
+/// Runs `open` with standard error captured, then passes on every line but [`LOADER_NOISE`].
+/// (The C libraries write to file descriptor 2 directly, so only a redirect of the descriptor
+/// catches them. If standard error cannot be redirected — another redirect is active — `open`
+/// runs as is.)
+fn quiet_loader<T>(open: impl FnOnce() -> T) -> T {
+    let Ok(mut captured) = gag::BufferRedirect::stderr() else {
+        return open();
+    };
+    let out = open();
+    let mut text = String::new();
+    let _ = captured.read_to_string(&mut text);
+    drop(captured);
+    let kept: String = text
+        .split_inclusive('\n')
+        .filter(|l| !LOADER_NOISE.iter().any(|n| l.contains(n)))
+        .collect();
+    if !kept.is_empty() {
+        let _ = std::io::stderr().write_all(kept.as_bytes());
+    }
+    out
 }

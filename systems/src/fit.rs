@@ -85,7 +85,8 @@ pub struct Fit {
     /// Candidates ever added, and the most steps any of them takes (bounding [`Fit::run`]).
     admitted: usize,
     max_steps: u64,
-    /// What was skipped while building the population (malformed stream lines).
+    /// What was skipped while building the population (malformed stream lines), and a
+    /// software GPU adapter taken for `device: Gpu`.
     warnings: Vec<String>,
 }
 
@@ -118,7 +119,7 @@ impl Fit {
         }
         let (members, warnings) = population::build(&scene, base)?;
         let mut fit = Fit::with_members(&scene, members, options)?;
-        fit.warnings = warnings;
+        fit.warnings.splice(0..0, warnings);
         Ok(fit)
     }
 
@@ -164,13 +165,17 @@ impl Fit {
             Precision::F32 => stage_schedule::<f32>(),
             Precision::F64 => stage_schedule::<f64>(),
         };
+        #[cfg_attr(not(feature = "gpu"), allow(unused_mut))]
+        let mut warnings = Vec::new();
         #[cfg(feature = "gpu")]
         {
             let widest = members.iter().map(|m| m.spec.lanes()).max().unwrap_or(0);
             let ctx = stages::gpu::open(device, precision, widest).map_err(FitError::Device)?;
             if let Some(gpu) = &ctx.gpu {
-                let name: &'static str = Box::leak(gpu.describe().into_boxed_str());
-                world.resource_mut::<Profile>().device.adapter = Some(name);
+                let used = crate::device::DeviceUsed::gpu(gpu.describe(), gpu.is_software());
+                // `Auto` never takes a software adapter; `Gpu` does, and is told.
+                warnings.extend(used.software_warning());
+                world.resource_mut::<Profile>().used = used;
                 let mut s = world.resource_mut::<FitSettings>();
                 s.lanes_per_group = s.lanes_per_group.max(stages::gpu::GPU_LANES_PER_GROUP);
             }
@@ -193,7 +198,7 @@ impl Fit {
             total: 0,
             admitted: 0,
             max_steps: 0,
-            warnings: Vec::new(),
+            warnings,
         };
         fit.admit(members);
         Ok(fit)
@@ -292,12 +297,17 @@ impl Fit {
         report
     }
 
+    /// What the fit warned about before its first step (see [`FitReport::warnings`]).
+    pub fn warnings(&self) -> &[String] {
+        &self.warnings
+    }
+
     pub fn profile(&self) -> &Profile {
         self.world.resource::<Profile>()
     }
 
     /// Each candidate's data set (by population index), for candidates fitted to data: what
-    /// [`crate::plots`] draws the fitted curves against.
+    /// [`crate::report::plots`] draws the fitted curves against.
     pub fn datasets(&mut self) -> std::collections::BTreeMap<usize, Arc<Dataset>> {
         let mut q = self.world.query::<(&Candidate, &FitSpec)>();
         q.iter(&self.world)
@@ -360,7 +370,7 @@ pub fn stage_schedule<R: Real>() -> Schedule {
     schedule.add_systems((
         stages::decode::decode.in_set(Stage::Decode),
         stages::schedule::schedule::<R>.in_set(Stage::Schedule),
-        stages::numeric::numeric::<R>.in_set(Stage::Numeric),
+        stages::replay::replay::<R>.in_set(Stage::Replay),
         stages::walk::walk::<R>.in_set(Stage::Walk),
         stages::merge_masks::merge_masks.in_set(Stage::MergeMasks),
         stages::backward::backward::<R>.in_set(Stage::Backward),

@@ -1,36 +1,41 @@
 //! # ndvm-systems
 //!
-//! The ECS side of ndvm (ARCHITECTURE.md "Systems"). A scene's population becomes Candidate
-//! entities; the schedule cuts each active candidate's lanes (restarts × data points) into
-//! LaneGroup entities; one run of the stage schedule — decode, schedule, numeric, walk,
-//! merge-masks, backward, optimize ([`stages`]) — is one fit step for every active candidate.
-//! A group walks its program once and then replays the recorded tape while the walk's
-//! decisions on numbers still hold ([`stages::numeric`]).
-//! [`fit::Fit`] owns the world and steps it; [`report`] turns it into results; [`profile`]
-//! times every stage; [`plugin`] adds custom primitives and systems.
+//! Fits and searches: the ECS world that steps a population of candidates, its eight stages,
+//! and what a fit needs around them (the population a scene describes, optimizers, losses,
+//! reports and plots, the co-search loop). `docs/architecture.md` draws the whole picture.
 //!
-//! Parallelism lives inside the numeric, walk, backward, merge-masks and optimize systems (rayon over
-//! entities); the work for one entity is sequential, so results do not depend on the thread
-//! count.
+//! A scene's population becomes Candidate entities; the schedule cuts each active candidate's
+//! lanes (restarts × data points) into LaneGroup entities; one run of the stage schedule is one
+//! fit step for every active candidate. A group walks its program once and then replays the
+//! recorded tape while the walk's decisions on numbers still hold ([`stages::replay`]).
+//!
+//! | where | what |
+//! |---|---|
+//! | [`fit`] | [`fit::Fit`]: the world, the stage schedule and the step loop |
+//! | [`stages`] | the eight ECS stages, one file each, in schedule order |
+//! | [`resources`], [`machine`], [`profile`], [`device`] | world resources, a group's evaluator, per-stage timing, the device replays ran on |
+//! | [`plugin`] | custom primitives and systems (the extension point) |
+//! | [`population`] | scene → candidates, starting values and data sets |
+//! | [`loss`], [`optim`] | losses over lane axes; Adam, SGD, Levenberg–Marquardt, L-BFGS |
+//! | [`report`] | results, the ranked table, standard errors, plots |
+//! | [`search`] | the co-search loop: proposers, admission, the frontier, the calibration log |
+//!
+//! Parallelism lives inside the replay, walk, backward, merge-masks and optimize systems (rayon
+//! over entities); the work for one entity is sequential, so results do not depend on the
+//! thread count.
 
-pub mod convergence;
-pub mod data;
+pub mod device;
 pub mod fit;
 pub mod loss;
 pub mod machine;
 pub mod optim;
-pub mod plots;
 pub mod plugin;
 pub mod population;
 pub mod profile;
 pub mod report;
 pub mod resources;
 pub mod search;
-pub mod selection;
-pub mod snippet;
 pub mod stages;
-pub mod uncertainty;
-pub mod warnings;
 
 pub use ndvm_components as components;
 pub use ndvm_engine as engine;

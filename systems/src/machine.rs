@@ -2,7 +2,7 @@
 //!
 //! The walk stage evaluates the group's program and leaves the result and the recorded tape in
 //! the group's [`Machine`]; the backward stage replays that tape in reverse from the same
-//! machine, and on later steps the numeric stage replays it forward with new parameters. The
+//! machine, and on later steps the replay stage replays it forward with new parameters. The
 //! machine remembers which candidate lanes its evaluator's lanes are (`walked`): after a split
 //! the group keeps only some of them. Arenas, payload and tape buffers stay allocated from step
 //! to step.
@@ -22,7 +22,7 @@ pub struct Machine<R: Real> {
     /// The bytecode client's executor (for bytecode candidates).
     pub runner: ndvm_bytecode::Runner,
     /// The result of this step's walk or replay, until its backward pass takes it (right after
-    /// a replay, in the numeric stage; in the backward stage after a walk).
+    /// a replay, in the replay stage; in the backward stage after a walk).
     pub result: Option<Value>,
     /// The candidate lanes the evaluator's lanes stand for, in order (those of its last walk).
     pub walked: Vec<usize>,

@@ -8,6 +8,7 @@
 //! itself, command application, the step loop — is the wall time left over, reported as the
 //! `ecs` row. `docs/profiling.md` explains how to read the table.
 
+use crate::device::DeviceUsed;
 use bevy_ecs::prelude::*;
 use serde::Serialize;
 use std::time::{Duration, Instant};
@@ -21,7 +22,8 @@ pub enum Stage {
     /// Replays on the GPU (docs/gpu.md): the row's time is upload + kernel + download, split in
     /// the profile's `device` times.
     Gpu,
-    Numeric,
+    /// Replays recorded tapes on the CPU (walk once, replay many).
+    Replay,
     Walk,
     MergeMasks,
     Backward,
@@ -33,7 +35,7 @@ impl Stage {
         Stage::Decode,
         Stage::Schedule,
         Stage::Gpu,
-        Stage::Numeric,
+        Stage::Replay,
         Stage::Walk,
         Stage::MergeMasks,
         Stage::Backward,
@@ -46,7 +48,7 @@ impl Stage {
             Stage::Schedule => "schedule",
             Stage::Gpu => "gpu",
             Stage::Walk => "walk",
-            Stage::Numeric => "numeric",
+            Stage::Replay => "replay",
             Stage::MergeMasks => "merge-masks",
             Stage::Backward => "backward",
             Stage::Optimize => "optimize",
@@ -68,7 +70,7 @@ pub struct Counters {
     pub steps: u64,
     /// Structural walks of lane groups.
     pub walks: u64,
-    /// Tape replays of lane groups (the numeric stage), and the lanes they evaluated.
+    /// Tape replays of lane groups (the replay stage), and the lanes they evaluated.
     pub replays: u64,
     pub replayed_lanes: u64,
     /// Guards that failed in a replay, by kind (each sent some lanes back to the walk).
@@ -95,8 +97,6 @@ pub struct Counters {
 /// What the GPU stage spent, by part, and what it ran.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
 pub struct DeviceTimes {
-    /// The adapter the fit ran on (`None`: the CPU only).
-    pub adapter: Option<&'static str>,
     /// Lane-group runs on the device, and the lanes they computed.
     pub runs: u64,
     pub lanes: u64,
@@ -123,6 +123,8 @@ pub struct Profile {
     pub counters: Counters,
     /// The GPU stage's parts.
     pub device: DeviceTimes,
+    /// Which device replays ran on.
+    pub used: DeviceUsed,
     /// Wall time of the step loop (schedule runs), stages included.
     pub wall: Duration,
 }
@@ -142,7 +144,7 @@ impl StageTimer {
             Stage::Schedule => tracing::info_span!("schedule"),
             Stage::Gpu => tracing::info_span!("gpu"),
             Stage::Walk => tracing::info_span!("walk"),
-            Stage::Numeric => tracing::info_span!("numeric"),
+            Stage::Replay => tracing::info_span!("replay"),
             Stage::MergeMasks => tracing::info_span!("merge-masks"),
             Stage::Backward => tracing::info_span!("backward"),
             Stage::Optimize => tracing::info_span!("optimize"),
@@ -228,6 +230,7 @@ impl Profile {
             ecs_share: share(self.overhead()),
             counters: self.counters,
             device: self.device,
+            used: self.used.clone(),
         }
     }
 }
@@ -253,6 +256,8 @@ pub struct ProfileReport {
     pub ecs_share: f64,
     pub counters: Counters,
     pub device: DeviceTimes,
+    /// Which device replays ran on.
+    pub used: DeviceUsed,
 }
 
 impl ProfileReport {
@@ -283,7 +288,7 @@ impl ProfileReport {
         );
         out += &format!("{:<12} {:>8} {:>12.3}\n", "wall", "", ms(self.wall_s));
         let d = &self.device;
-        if let Some(adapter) = d.adapter {
+        if let Some(adapter) = &self.used.adapter {
             out += &format!(
                 "\ngpu ({adapter}): runs {}  lanes {}  uploads {}  upload {:.3} ms  kernel {:.3} ms  \
                  download {:.3} ms\n",
@@ -326,7 +331,7 @@ mod tests {
     #[test]
     fn shared_stage_time_is_split_by_the_work_done() {
         let mut p = Profile::default();
-        let timer = StageTimer::start(Stage::Numeric);
+        let timer = StageTimer::start(Stage::Replay);
         std::thread::sleep(Duration::from_millis(20));
         let before = Instant::now();
         p.record_shared(
@@ -334,12 +339,12 @@ mod tests {
             Stage::Backward,
             (Duration::from_millis(30), Duration::from_millis(10)),
         );
-        let (numeric, backward) = (p.stage(Stage::Numeric), p.stage(Stage::Backward));
-        let wall = (numeric.total + backward.total).as_secs_f64();
+        let (replay, backward) = (p.stage(Stage::Replay), p.stage(Stage::Backward));
+        let wall = (replay.total + backward.total).as_secs_f64();
         assert!(wall >= 0.020 && wall <= 0.020 + before.elapsed().as_secs_f64() + 0.5);
         let share = backward.total.as_secs_f64() / wall;
         assert!((share - 0.25).abs() < 1e-6, "{share}");
-        assert_eq!((numeric.calls, backward.calls), (1, 0));
+        assert_eq!((replay.calls, backward.calls), (1, 0));
         // No work recorded: everything stays with the stage.
         let timer = StageTimer::start(Stage::Walk);
         p.record_shared(timer, Stage::Backward, (Duration::ZERO, Duration::ZERO));

@@ -22,7 +22,7 @@ fn kalman(device: Device) -> Scene {
 
 #[test]
 fn a_gpu_fit_agrees_with_the_cpu_fit() {
-    if let Err(e) = ndvm_systems::stages::gpu::shared_gpu() {
+    if let Err(e) = ndvm_gpu::Gpu::shared() {
         assert!(
             std::env::var("REQUIRE_GPU").is_ok_and(|v| v != "1")
                 || std::env::var("REQUIRE_GPU").is_err(),
@@ -46,7 +46,21 @@ fn a_gpu_fit_agrees_with_the_cpu_fit() {
         gpu_profile.device
     );
     assert_eq!(gpu_profile.counters.walks, cpu_profile.counters.walks);
-    assert!(gpu_profile.device.adapter.is_some());
+    // The results name the device; a software adapter is called what it is, and warned about.
+    assert_eq!(cpu.device, ndvm_systems::device::DeviceUsed::cpu());
+    assert_eq!(gpu.device.kind, "gpu");
+    let adapter = gpu.device.adapter.as_deref().expect("the adapter is named");
+    let software = ndvm_gpu::Gpu::shared().expect("gpu").is_software();
+    assert_eq!(gpu.device.software, software, "{adapter}");
+    assert_eq!(
+        gpu.warnings
+            .iter()
+            .any(|w| w.contains("a CPU emulating a GPU")),
+        software,
+        "{:?}",
+        gpu.warnings
+    );
+    assert!(cpu.warnings.is_empty(), "{:?}", cpu.warnings);
     let (c, g) = (&cpu.candidates[0], &gpu.candidates[0]);
     assert!(
         (c.loss - g.loss).abs() <= 1e-4 * c.loss.abs(),

@@ -194,7 +194,7 @@ fn decay_csv_fits_the_least_squares_minimum_of_the_training_rows() {
     assert_eq!(report.ranking()[0], 0);
     let best = &report.candidates[0];
     assert_eq!(best.name, "exponential_with_offset");
-    let data = ndvm_systems::data::load(scene.data.as_ref().expect("data"), &scenes())
+    let data = ndvm_systems::population::data::load(scene.data.as_ref().expect("data"), &scenes())
         .expect("the CSV loads");
     let rows: Vec<(f64, f64)> = data.inputs["t"]
         .iter()

@@ -135,8 +135,8 @@ fn every_record_holds_the_loss_and_r2_of_its_own_constants() {
     // recompute train MSE and held-out R² from the data: they must be the record's numbers.
     let scene = load("search_scalar.scene.ron");
     let (log, ..) = run(&scene, &scenes(), budget(400, 2));
-    let data =
-        ndvm_systems::data::load(scene.data.as_ref().expect("data"), &scenes()).expect("data");
+    let data = ndvm_systems::population::data::load(scene.data.as_ref().expect("data"), &scenes())
+        .expect("data");
     let x = &data.inputs["x"];
     let mut checked = 0;
     for r in log.iter().filter(|r| r.status == "done") {

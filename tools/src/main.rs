@@ -21,14 +21,14 @@ macro_rules! say_raw {
     }};
 }
 
-mod asm;
+mod commands;
 mod device;
 mod diagnostics;
-mod fit;
-mod fuzz;
+mod files;
+mod interrupt;
 mod output;
-mod run;
-mod search;
+
+use commands::{asm, fit, fuzz, run, search};
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;

@@ -27,7 +27,7 @@ const STAGES: [&str; 8] = [
     "decode",
     "schedule",
     "gpu",
-    "numeric",
+    "replay",
     "walk",
     "merge-masks",
     "backward",
@@ -129,6 +129,54 @@ fn fit_prints_json_on_request() {
         Some(16)
     );
     assert_eq!(v["ranking"][0], 0);
+    assert_eq!(v["device"], serde_json::json!({"kind": "cpu"}));
+    let out = ndvm_ok(&["fit", &scene("kalman2d.scene.ron"), "--steps", "3"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.trim_end().ends_with("device: CPU"), "{text}");
+}
+
+/// `--device gpu` names the adapter in the footer and the JSON; a software one (Mesa's
+/// lavapipe, as in CI) is called a CPU emulating a GPU and warned about, and the Vulkan
+/// loader's noise about `XDG_RUNTIME_DIR` is not shown. Skips without an adapter (fails with
+/// `REQUIRE_GPU=1`).
+#[test]
+fn the_device_that_ran_is_named() {
+    let path = tmp("gpu.scene.ron");
+    std::fs::write(
+        &path,
+        r#"Scene(
+    candidates: [Inline(name: "decay", src: "(* a (exp (* b x)))")],
+    parameters: Parameters(names: ["a", "b"], init: {"a": 1.0, "b": -0.1}),
+    data: Some(Synthetic(program: "(* 2 (exp (* -0.5 x)))", constants: {}, inputs: {"x": Linspace(0, 4, 32)})),
+    loss: Mse,
+    optimizer: Adam(lr: 0.05),
+    steps: 4,
+    precision: Some(F32),
+)"#,
+    )
+    .expect("scene");
+    let path = path.to_string_lossy().into_owned();
+    let out = ndvm(&["fit", &path, "--device", "gpu"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if !out.status.success() && stderr.contains("no GPU adapter") {
+        assert_ne!(std::env::var("REQUIRE_GPU").as_deref(), Ok("1"), "{stderr}");
+        return;
+    }
+    assert!(out.status.success(), "{stderr}");
+    assert!(!stderr.contains("XDG_RUNTIME_DIR"), "{stderr}");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let footer = text.lines().last().unwrap_or("");
+    assert!(footer.contains("; device: GPU "), "{text}");
+    let json = ndvm_ok(&["fit", &path, "--device", "gpu", "--json"]);
+    let v: Value = serde_json::from_slice(&json.stdout).expect("json");
+    assert_eq!(v["device"]["kind"], "gpu");
+    if v["device"]["software"] == true {
+        assert!(footer.contains("a CPU emulating a GPU"), "{footer}");
+        assert!(
+            text.contains("is a CPU emulating a GPU (Mesa's lavapipe"),
+            "{text}"
+        );
+    }
 }
 
 #[test]

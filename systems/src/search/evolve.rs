@@ -15,7 +15,7 @@ use super::expr::{Expr, skeleton};
 use super::mutate::{Grammar, normalize};
 use super::proposer::{Context, Notes, Proposal, Proposer, ProposerError};
 use super::record::{Record, key};
-use ndvm_components::search::Evolve as Settings;
+use ndvm_components::scene::search::Evolve as Settings;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::collections::{HashSet, VecDeque};

@@ -1,6 +1,6 @@
 //! Search: program-and-parameter co-search, natively — a population that keeps being refilled.
 //!
-//! A search scene (a scene with a `search:` section, [`ndvm_components::search`]) names
+//! A search scene (a scene with a `search:` section, [`ndvm_components::scene::search`]) names
 //! proposers, a calibration protocol, a success criterion and a budget. [`Search`] runs the
 //! loop: it keeps up to `window` candidates in one [`Fit`] (the same stage systems as
 //! `ndvm fit`), asks the proposers for more whenever slots free up, and after every fit step
@@ -63,8 +63,8 @@ use crate::plugin::Engine;
 use crate::population::{self, PopulationError, Protocol};
 use crate::resources::FitSettings;
 use frontier::{Frontier, Point};
+use ndvm_components::scene::search::{Search as Spec, Success};
 use ndvm_components::scene::{Parameters, Precision, Scene};
-use ndvm_components::search::{Search as Spec, Success};
 use record::{ProposerTally, Tally};
 use std::collections::{HashMap, VecDeque};
 use std::path::Path;
@@ -262,6 +262,7 @@ impl Search {
         let fit = Fit::with_members(scene, Vec::new(), &fit_options)?;
         setup::check_grammar(&spec, &options.engine)?;
         let mut notes = Notes::default();
+        notes.warnings.extend(fit.warnings().iter().cloned());
         notes.warnings.extend(dropped);
         let seeds = setup::scene_seeds(scene, base, &mut notes)?;
         let slots =

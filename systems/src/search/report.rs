@@ -7,10 +7,11 @@
 
 use super::frontier::Frontier;
 use super::record::{ProposerTally, Record, Tally};
+use crate::device::DeviceUsed;
 use crate::profile::ProfileReport;
 use ndvm_components::optimizer::Optimizer;
 use ndvm_components::scene::Precision;
-use ndvm_components::search::{Draw, Search as Spec, Success};
+use ndvm_components::scene::search::{Draw, Search as Spec, Success};
 use serde::Serialize;
 
 /// Everything the report is made from.
@@ -89,6 +90,8 @@ pub struct ProtocolSummary {
     pub seed: u64,
     pub budget_seconds: Option<f64>,
     pub budget_calibrations: Option<u64>,
+    /// Where the calibrations replayed.
+    pub device: DeviceUsed,
 }
 
 /// Wall-clock figures (they vary between runs).
@@ -127,6 +130,7 @@ pub(crate) fn build(p: Parts<'_>) -> SearchReport {
             seed: p.spec.seed,
             budget_seconds: p.seconds,
             budget_calibrations: p.max_calibrations,
+            device: p.profile.used.clone(),
         },
     };
     SearchReport {
@@ -185,12 +189,13 @@ impl SearchReport {
         let s = &self.summary;
         let t = &self.timing;
         let mut out = format!(
-            "{} calibrations in {:.2} s ({:.0} per second, {} thread{})\n",
+            "{} calibrations in {:.2} s ({:.0} per second, {} thread{}, {})\n",
             s.calibrations,
             t.wall_s,
             t.calibrations_per_second,
             t.threads,
-            if t.threads == 1 { "" } else { "s" }
+            if t.threads == 1 { "" } else { "s" },
+            s.protocol.device.describe()
         );
         let criterion = match s.protocol.success {
             Success::HeldOutR2(x) => format!("held-out R² > {x}"),

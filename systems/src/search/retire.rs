@@ -6,7 +6,7 @@
 //! every proposer still in the search.
 
 use super::{Event, Inflight, Notes, Record, Search};
-use ndvm_components::search::Success;
+use ndvm_components::scene::search::Success;
 
 impl Search {
     pub(super) fn make_record(

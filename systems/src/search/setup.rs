@@ -6,8 +6,8 @@ use super::record::ProposerTally;
 use super::{SearchError, SearchOptions, Slot, command, evolve, stream};
 use crate::plugin::Engine;
 use ndvm_components::input_file::TEXT_LIMIT;
+use ndvm_components::scene::search::{ProposerSpec, Search as Spec, Success};
 use ndvm_components::scene::{Candidates, Scene};
-use ndvm_components::search::{ProposerSpec, Search as Spec, Success};
 use std::path::{Path, PathBuf};
 
 /// splitmix64 of `seed` and `i`: a different, well-mixed seed for every candidate.

@@ -1,7 +1,7 @@
 //! Backward: the reverse pass of every walked group, scaled by each lane's loss weight.
 //!
 //! The engine replays the group's tape in reverse over its lanes (seeded with 1 per lane) —
-//! the tape this step's walk recorded (a replayed group's pass runs in the numeric stage, right
+//! the tape this step's walk recorded (a replayed group's pass runs in the replay stage, right
 //! after its replay: [`differentiate`]) — leaving each lane's
 //! `∂out/∂param` in the group's outputs. The optimize stage weighs them by each lane's
 //! `∂loss/∂out` (and Levenberg–Marquardt reads them as they are: the Jacobian). Groups run in
@@ -40,7 +40,7 @@ pub fn backward<R: Real>(
 }
 
 /// The backward pass of one group whose result is pending: each lane's raw `∂out/∂param` into
-/// `out.grads` (parameter-major). The numeric stage calls it right after a replay, while the
+/// `out.grads` (parameter-major). The replay stage calls it right after a replay, while the
 /// replayed values are still in cache; this stage, for the groups walked this step.
 pub(crate) fn differentiate<R: Real>(
     group: &LaneGroup,

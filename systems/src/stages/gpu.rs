@@ -5,8 +5,8 @@
 //! new parameter rows go up, one fixed WGSL interpreter runs the forward pass, every guard and
 //! the backward pass for all the group's lanes at once, and the result, the gradient rows and
 //! the guard flags come back. A lane whose guard failed leaves the group exactly as in the
-//! numeric stage (a new group, walked this step). The group's outputs and gradients are in
-//! when this stage ends ([`Route::Device`]); the numeric and backward stages skip it.
+//! replay stage (a new group, walked this step). The group's outputs and gradients are in
+//! when this stage ends ([`Route::Device`]); the replay and backward stages skip it.
 //!
 //! Which groups: with `device: Gpu` every group the device can run (a custom primitive keeps a
 //! group on the CPU); with `Auto` those the cost model ([`wins`]) picks, on a hardware GPU only.
@@ -16,14 +16,14 @@
 use crate::machine::Machine;
 use crate::profile::{Profile, Stage, StageTimer};
 use crate::resources::FitSettings;
-use crate::stages::numeric::split_off;
+use crate::stages::replay::split_off;
 use crate::stages::walk::update_params;
 use bevy_ecs::prelude::*;
 use ndvm_components::prelude::*;
 use ndvm_components::scene::{Device, Precision};
 use ndvm_engine::tape::GuardKind;
 use ndvm_gpu::{Gpu, GpuError};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 /// Lanes per group when the GPU runs them: the device wants wide groups, and each group is
 /// first walked on the CPU at its full width (the walk's payload bounds it: an 8-D Kalman
@@ -46,12 +46,6 @@ pub struct GpuContext {
     pub lost: Option<String>,
 }
 
-/// The process's GPU, opened once (opening compiles the interpreter).
-pub fn shared_gpu() -> Result<Arc<Gpu>, GpuError> {
-    static GPU: OnceLock<Result<Arc<Gpu>, GpuError>> = OnceLock::new();
-    GPU.get_or_init(|| Gpu::new().map(Arc::new)).clone()
-}
-
 /// The device a fit uses: `Gpu` must find one (and run f32); `Auto` takes a hardware GPU for
 /// an f32 fit with a population wide enough to use it; `Cpu`, none.
 pub fn open(device: Device, precision: Precision, widest: usize) -> Result<GpuContext, String> {
@@ -65,10 +59,10 @@ pub fn open(device: Device, precision: Precision, widest: usize) -> Result<GpuCo
                         .into(),
                 );
             }
-            Some(shared_gpu().map_err(|e| format!("--device gpu: {e}"))?)
+            Some(Gpu::shared().map_err(|e| format!("--device gpu: {e}"))?)
         }
         Device::Auto if precision == Precision::F32 && widest >= 2048 => {
-            shared_gpu().ok().filter(|g| !g.is_software())
+            Gpu::shared().ok().filter(|g| !g.is_software())
         }
         Device::Auto => None,
     };
@@ -114,7 +108,7 @@ pub fn gpu(
             continue;
         }
         update_params(&mut m.bindings, &m.walked, spec, values);
-        // A stale tape: the numeric stage sees nothing to replay and the group walks.
+        // A stale tape: the replay stage sees nothing to replay and the group walks.
         if m.vm.rebind(compiled.0.program(), &m.bindings).is_err() {
             continue;
         }
@@ -162,7 +156,7 @@ pub fn gpu(
             .filter(|l| group.lanes.binary_search(l).is_ok())
             .collect();
         if failed.len() == group.lanes.len() {
-            // Every lane changed path: the numeric stage finds out again and the group walks.
+            // Every lane changed path: the replay stage finds out again and the group walks.
             continue;
         }
         group.lanes.retain(|l| failed.binary_search(l).is_err());
@@ -205,6 +199,7 @@ pub fn gpu(
     }
     if ctx.lost.is_some() {
         ctx.gpu = None;
+        profile.used.lost.clone_from(&ctx.lost);
     }
     profile.record(timer);
 }

@@ -5,7 +5,7 @@
 //! groups, and (3) admits decoded pending candidates, in population order, while fewer than
 //! [`FitSettings::window`] are active. Admitting a candidate cuts its lanes (restarts × data
 //! points) into [`LaneGroup`]s of at most [`FitSettings::lanes_per_group`] consecutive lanes,
-//! each walked on its first step. (4) A candidate whose groups the numeric stage has split into
+//! each walked on its first step. (4) A candidate whose groups the replay stage has split into
 //! many more than its cut made ([`most_groups`]) is cut afresh, so lanes that keep changing path
 //! cannot fragment it into ever smaller groups. The layout depends on lane counts and the
 //! lanes' own numbers alone, so results do not depend on the thread count.

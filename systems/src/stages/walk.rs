@@ -1,7 +1,7 @@
-//! Walk: the structural walk of every lane group the numeric stage did not replay.
+//! Walk: the structural walk of every lane group the replay stage did not replay.
 //!
 //! That is a group's first step, a group whose tape went stale or whose lanes all changed path,
-//! a group split off by the numeric stage (the lanes whose guards failed), and every group on
+//! a group split off by the replay stage (the lanes whose guards failed), and every group on
 //! every step with `walk_every_step` (the reference behaviour).
 //!
 //! A group's bindings are its candidate's parameters spread over the group's lanes (each

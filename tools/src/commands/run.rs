@@ -281,7 +281,7 @@ fn gpu_replay(
         say!("error: --device gpu: {e}");
         Failure::Program
     };
-    let gpu = ndvm_systems::stages::gpu::shared_gpu().map_err(device)?;
+    let gpu = ndvm_gpu::Gpu::shared().map_err(device)?;
     let Some(rec) = vm.recording() else {
         say!("error: --device gpu: the result is not numbers, so there is no tape to replay");
         return Err(Failure::Program);

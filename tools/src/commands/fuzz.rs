@@ -138,7 +138,7 @@ fn write_out(dir: &PathBuf, report: &Report, json: &serde_json::Value) -> Result
         corpus.push('\n');
     }
     // Written whole or not at all: an interrupted run leaves the previous files intact.
-    crate::fit::write_atomically(&dir.join("corpus.jsonl"), &corpus)?;
+    crate::files::write_atomically(&dir.join("corpus.jsonl"), &corpus)?;
     let text = serde_json::to_string_pretty(json).unwrap_or_default();
-    crate::fit::write_atomically(&dir.join("report.json"), &(text + "\n"))
+    crate::files::write_atomically(&dir.join("report.json"), &(text + "\n"))
 }

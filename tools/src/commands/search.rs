@@ -8,7 +8,8 @@
 //! writes what was found (exit status 130).
 
 use crate::Failure;
-use crate::fit::{interrupt_flag, read_scene, write_atomically};
+use crate::files::{read_scene, write_atomically};
+use crate::interrupt::interrupt_flag;
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use ndvm_components::scene::Precision;
@@ -214,8 +215,8 @@ fn write_outputs(dir: &Path, report: &SearchReport, scene: &Path) -> Result<(), 
         "best_train_loss"
     };
     let threshold = match report.summary.protocol.success {
-        ndvm_components::search::Success::HeldOutR2(t)
-        | ndvm_components::search::Success::TrainLoss(t) => Some(t),
+        ndvm_components::scene::search::Success::HeldOutR2(t)
+        | ndvm_components::scene::search::Success::TrainLoss(t) => Some(t),
     };
     let title = format!(
         "{} — {} calibrations",

@@ -21,9 +21,13 @@
 //! assert_eq!(scene.loss, Loss::Mse);
 //! assert_eq!(scene.parameters.restarts.count, 1);
 //! ```
+//!
+//! A search scene's `search:` section is [`search`].
+
+pub mod search;
 
 use crate::optimizer::{Bounds, Optimizer};
-use crate::search::{Search, Success};
+use search::{Search, Success};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 

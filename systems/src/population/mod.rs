@@ -4,14 +4,18 @@
 //! (the scene's, or its own), its data set (loaded once and shared), the shared inputs and its
 //! restarts: restart 0 starts at `init`, restart `r > 0` at `init + scale·z` with `z` standard
 //! normal draws from the restart seed, clamped into the bounds. Nothing here depends on threads.
+//! Data sets (CSV or synthetic, with their train/held-out split) are read by [`data`]; candidate
+//! streams by [`ndvm_components::candidate_stream`].
 
-use crate::data::{self, DataError};
+pub mod data;
+
+use data::DataError;
 use ndvm_bytecode::Form;
 use ndvm_components::candidate_stream::{self, NAMED_WARNINGS, StreamError};
 use ndvm_components::input_file;
 use ndvm_components::prelude::*;
+use ndvm_components::scene::search::Draw;
 use ndvm_components::scene::{Candidates, Data, Parameters, Scene, SceneInput};
-use ndvm_components::search::Draw;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, StandardNormal};

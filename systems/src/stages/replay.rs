@@ -1,4 +1,4 @@
-//! Numeric: walk once, replay many — each group replays the tape its last walk recorded.
+//! Replay: walk once, replay many — each group replays the tape its last walk recorded.
 //!
 //! Between optimizer steps only the parameter values change, so a group that walked last step
 //! does not walk again: its evaluator still holds the tape (every numeric node in walk order)
@@ -65,14 +65,14 @@ enum Outcome {
     },
 }
 
-pub fn numeric<R: Real>(
+pub fn replay<R: Real>(
     mut commands: Commands,
     settings: Res<FitSettings>,
     mut profile: ResMut<Profile>,
     mut candidates: Query<(&FitSpec, &ParamValues, &Compiled, &Status, &mut Groups)>,
     mut groups: Query<Replaying<'static, R>>,
 ) {
-    let timer = StageTimer::start(Stage::Numeric);
+    let timer = StageTimer::start(Stage::Replay);
     let active = |g: &LaneGroup| {
         candidates
             .get(g.candidate)

@@ -10,7 +10,7 @@
 //!
 //! ```
 //! use ndvm_components::scene::Scene;
-//! use ndvm_components::search::{ProposerSpec, Success};
+//! use ndvm_components::scene::search::{ProposerSpec, Success};
 //!
 //! let scene = Scene::from_ron(r#"Scene(
 //!     candidates: [],

@@ -7,15 +7,15 @@
 //! same fit and prints the per-stage table instead (`docs/profiling.md`).
 
 use crate::Failure;
+use crate::files::{check_writable, read_scene, write_atomically};
+use crate::interrupt::interrupt_flag;
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
-use ndvm_components::input_file;
-use ndvm_components::scene::{Scene, SceneError};
+use ndvm_components::scene::Scene;
 use ndvm_systems::prelude::*;
 use ndvm_systems::report;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 
 #[derive(Args, Debug)]
 pub struct FitArgs {
@@ -117,15 +117,15 @@ pub fn fit(args: FitArgs) -> Result<(), Failure> {
     let timing = fit.profile().report();
     let json = report::to_json(&report, Some(&timing), threads);
     if let Some(path) = &results {
-        write(path, &json)?;
+        write_atomically(path, &json)?;
     }
     if let Some(path) = &losses {
-        write(path, &report.losses_csv())?;
+        write_atomically(path, &report.losses_csv())?;
     }
     if let Some(dir) = &args.plots {
         let data = fit.datasets();
-        for (name, text) in ndvm_systems::plots::files(&report, &data, args.top) {
-            write(&dir.join(name), &text)?;
+        for (name, text) in ndvm_systems::report::plots::files(&report, &data, args.top) {
+            write_atomically(&dir.join(name), &text)?;
         }
     }
     if args.json {
@@ -133,12 +133,13 @@ pub fn fit(args: FitArgs) -> Result<(), Failure> {
     } else {
         let c = timing.counters;
         crate::output::print(&format!(
-            "{}\n{} candidates, {} walks, {} replays, {:.2} s on {threads} thread(s){}",
+            "{}\n{} candidates, {} walks, {} replays, {:.2} s on {threads} thread(s); device: {}{}",
             report.table(args.top),
             report.candidates.len(),
             c.walks,
             c.replays,
             timing.wall_s,
+            report.device.describe(),
             results.map_or(String::new(), |p| format!("; results in {}", p.display()))
         ))?;
     }
@@ -192,33 +193,6 @@ fn rayon_threads() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
-pub(crate) fn read_scene(path: &Path) -> Result<(Scene, PathBuf), Failure> {
-    let text = input_file::read(path, input_file::TEXT_LIMIT)
-        .map_err(|e| Failure::Usage(format!("cannot read {}: {e}", path.display())))?;
-    let scene = Scene::from_ron(&text).map_err(|e| {
-        say_raw!("{}", scene_error(&e, path, &text));
-        Failure::Program
-    })?;
-    let base = path.parent().map_or_else(PathBuf::new, Path::to_path_buf);
-    Ok((scene, base))
-}
-
-/// `error: scene.ron:12:5: message`, then the line with a marker under the column.
-fn scene_error(e: &SceneError, path: &Path, text: &str) -> String {
-    let mut out = format!(
-        "error: {}:{}:{}: {}\n",
-        path.display(),
-        e.line,
-        e.column,
-        e.message
-    );
-    if let Some(snippet) = ndvm_systems::snippet::at(text, e.line, e.column) {
-        out += &snippet;
-        out.push('\n');
-    }
-    out
-}
-
 fn start(scene: &Scene, base: &Path, options: &FitOptions, path: &Path) -> Result<Fit, Failure> {
     Fit::new(scene, base, options).map_err(|e| {
         say!("error: {}: {e}", path.display());
@@ -247,63 +221,6 @@ fn run_with_bar(fit: &mut Fit) -> FitReport {
     });
     bar.finish_and_clear();
     report
-}
-
-/// A flag Ctrl-C (or SIGTERM, what job schedulers send) sets; a second one exits at once.
-pub(crate) fn interrupt_flag() -> Arc<AtomicBool> {
-    let flag = Arc::new(AtomicBool::new(false));
-    let seen = flag.clone();
-    // Only one handler per process; if one is set already, the fit simply cannot be interrupted.
-    let _ = ctrlc::set_handler(move || {
-        if seen.swap(true, Ordering::Relaxed) {
-            std::process::exit(130);
-        }
-    });
-    flag
-}
-
-fn write(path: &Path, text: &str) -> Result<(), Failure> {
-    write_atomically(path, text)
-}
-
-/// Fails unless a file can be created beside `path` (its folder exists and is writable).
-pub(crate) fn check_writable(path: &Path) -> Result<(), Failure> {
-    let folder = match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => Path::new("."),
-    };
-    if !folder.is_dir() {
-        return Err(Failure::Usage(format!(
-            "cannot write {}: the folder {} does not exist",
-            path.display(),
-            folder.display()
-        )));
-    }
-    let probe = folder.join(format!(".ndvm-write-check.{}", std::process::id()));
-    std::fs::File::create(&probe)
-        .and_then(|_| std::fs::remove_file(&probe))
-        .map_err(|e| Failure::Usage(format!("cannot write {}: {e}", path.display())))
-}
-
-/// Writes `text` to a temporary file beside `path`, then renames it over `path`: an interrupted
-/// write never leaves a half-written file, nor destroys the previous one.
-pub(crate) fn write_atomically(path: &Path, text: &str) -> Result<(), Failure> {
-    let fail = |e: std::io::Error| Failure::Usage(format!("cannot write {}: {e}", path.display()));
-    let name = path
-        .file_name()
-        .map_or_else(|| "out".to_string(), |n| n.to_string_lossy().into_owned());
-    let tmp = path.with_file_name(format!(".{name}.{}.tmp", std::process::id()));
-    let written = (|| {
-        use std::io::Write;
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(text.as_bytes())?;
-        f.sync_all()
-    })();
-    if let Err(e) = written.and_then(|()| std::fs::rename(&tmp, path)) {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(fail(e));
-    }
-    Ok(())
 }
 
 /// Installs a Chrome-trace subscriber; the trace is flushed when the guard drops.

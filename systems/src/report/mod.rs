@@ -3,7 +3,20 @@
 //! Everything in a [`FitReport`] is a function of the scene alone, so the results JSON is
 //! byte-identical across runs and thread counts; wall-clock figures go in a separate top-level
 //! `"timing"` object that [`to_json`] appends.
+//!
+//! What a result is made of, one concept per file: [`convergence`] (finished or merely
+//! stopped), [`uncertainty`] (standard errors and correlations), [`selection`] (R², AIC, BIC),
+//! [`warnings`] (setups that would pass silently), [`snippet`] (an error under its source
+//! line); [`plots`] draws the figures of `ndvm fit --plots`.
 
+pub mod convergence;
+pub mod plots;
+pub mod selection;
+pub mod snippet;
+pub mod uncertainty;
+pub mod warnings;
+
+use crate::device::DeviceUsed;
 use crate::loss::{self, LaneAxes};
 use crate::profile::ProfileReport;
 use bevy_ecs::prelude::*;
@@ -14,6 +27,8 @@ use std::collections::BTreeMap;
 /// The results of every candidate, in population order.
 #[derive(Clone, Debug, Serialize)]
 pub struct FitReport {
+    /// Where replayed tapes ran (the CPU, or the GPU adapter).
+    pub device: DeviceUsed,
     pub candidates: Vec<CandidateResult>,
     /// What the fit skipped (malformed lines of a candidate stream), each with its place.
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -45,18 +60,18 @@ pub struct CandidateResult {
     pub restarts: Vec<RestartResult>,
     /// The best restart's convergence figures (for candidates that ran).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub convergence: Option<crate::convergence::Convergence>,
+    pub convergence: Option<crate::report::convergence::Convergence>,
     /// The best restart's output at every data point (least-squares fits with data).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub predictions: Option<Predictions>,
     /// Parameter count, training R², AIC and BIC (least-squares fits with data).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub selection: Option<crate::selection::Selection>,
+    pub selection: Option<crate::report::selection::Selection>,
     /// Standard errors and correlations of the best restart's constants (finished fits).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub uncertainty: Option<crate::uncertainty::Uncertainty>,
+    pub uncertainty: Option<crate::report::uncertainty::Uncertainty>,
     /// What looked wrong in its setup (an unused parameter, a parameter named like a data
-    /// column); see [`crate::warnings`].
+    /// column); see [`crate::report::warnings`].
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
     /// `losses[step][restart]` (written to the losses CSV, not to the JSON).
@@ -72,7 +87,7 @@ impl CandidateResult {
             .iter()
             .map(
                 |(k, v)| match self.uncertainty.as_ref().and_then(|u| u.std_errors.get(k)) {
-                    Some(&se) => format!("{k} = {}", crate::uncertainty::format(*v, se)),
+                    Some(&se) => format!("{k} = {}", crate::report::uncertainty::format(*v, se)),
                     None => format!("{k}={v:.6}"),
                 },
             )
@@ -138,6 +153,7 @@ pub fn collect(world: &mut World) -> FitReport {
         .collect();
     candidates.sort_by_key(|c| c.index);
     FitReport {
+        device: world.resource::<crate::profile::Profile>().used.clone(),
         candidates,
         warnings: Vec::new(),
     }
@@ -237,13 +253,13 @@ fn add_figures(
     if matches!(status, Status::Done { .. } | Status::Stopped { .. }) {
         let at = final_values(history, values);
         let converged = matches!(status, Status::Done { converged: true });
-        r.convergence = Some(crate::convergence::Convergence::of_restart(
+        r.convergence = Some(crate::report::convergence::Convergence::of_restart(
             spec, history, at, best, converged,
         ));
-        r.selection = crate::selection::Selection::of(spec, r.loss);
+        r.selection = crate::report::selection::Selection::of(spec, r.loss);
     }
     r.predictions = Predictions::of(spec, results.filter(|_| !history.pending_trial), best);
-    r.warnings = crate::warnings::of_candidate(spec, &r.src, history);
+    r.warnings = crate::report::warnings::of_candidate(spec, &r.src, history);
     r.losses.clone_from(&history.losses);
 }
 
@@ -264,7 +280,7 @@ fn add_uncertainty(
     let at: Vec<f64> = (0..spec.params.len())
         .map(|p| all[p * spec.restarts + r.best_restart])
         .collect();
-    match crate::uncertainty::of(spec, &compiled.0, &at) {
+    match crate::report::uncertainty::of(spec, &compiled.0, &at) {
         Ok(u) => r.uncertainty = Some(u),
         Err(why) => r.warnings.push(format!("no standard errors: {why}")),
     }
@@ -407,7 +423,7 @@ impl FitReport {
         }
         for c in self.candidates.iter().filter(|c| c.status == "failed") {
             let Some(detail) = &c.detail else { continue };
-            if let Some(snippet) = crate::snippet::render(&c.src, detail) {
+            if let Some(snippet) = crate::report::snippet::render(&c.src, detail) {
                 out += &format!("error: candidate `{}`: {detail}\n{snippet}\n", c.name);
             }
         }

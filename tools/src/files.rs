@@ -1,0 +1,76 @@
+//! The files the commands read and write: scenes (read with a located error), and outputs
+//! (checked before the work, written atomically after it).
+
+use crate::Failure;
+use ndvm_components::input_file;
+use ndvm_components::scene::{Scene, SceneError};
+use std::path::{Path, PathBuf};
+
+/// A scene file and the folder its relative paths are relative to. A malformed scene is
+/// printed as `error: scene.ron:12:5: message` with the line under it (exit 1).
+pub fn read_scene(path: &Path) -> Result<(Scene, PathBuf), Failure> {
+    let text = input_file::read(path, input_file::TEXT_LIMIT)
+        .map_err(|e| Failure::Usage(format!("cannot read {}: {e}", path.display())))?;
+    let scene = Scene::from_ron(&text).map_err(|e| {
+        say_raw!("{}", scene_error(&e, path, &text));
+        Failure::Program
+    })?;
+    let base = path.parent().map_or_else(PathBuf::new, Path::to_path_buf);
+    Ok((scene, base))
+}
+
+/// `error: scene.ron:12:5: message`, then the line with a marker under the column.
+fn scene_error(e: &SceneError, path: &Path, text: &str) -> String {
+    let mut out = format!(
+        "error: {}:{}:{}: {}\n",
+        path.display(),
+        e.line,
+        e.column,
+        e.message
+    );
+    if let Some(snippet) = ndvm_systems::report::snippet::at(text, e.line, e.column) {
+        out += &snippet;
+        out.push('\n');
+    }
+    out
+}
+
+/// Fails unless a file can be created beside `path` (its folder exists and is writable).
+pub fn check_writable(path: &Path) -> Result<(), Failure> {
+    let folder = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    if !folder.is_dir() {
+        return Err(Failure::Usage(format!(
+            "cannot write {}: the folder {} does not exist",
+            path.display(),
+            folder.display()
+        )));
+    }
+    let probe = folder.join(format!(".ndvm-write-check.{}", std::process::id()));
+    std::fs::File::create(&probe)
+        .and_then(|_| std::fs::remove_file(&probe))
+        .map_err(|e| Failure::Usage(format!("cannot write {}: {e}", path.display())))
+}
+
+/// Writes `text` to a temporary file beside `path`, then renames it over `path`: an interrupted
+/// write never leaves a half-written file, nor destroys the previous one.
+pub fn write_atomically(path: &Path, text: &str) -> Result<(), Failure> {
+    let fail = |e: std::io::Error| Failure::Usage(format!("cannot write {}: {e}", path.display()));
+    let name = path
+        .file_name()
+        .map_or_else(|| "out".to_string(), |n| n.to_string_lossy().into_owned());
+    let tmp = path.with_file_name(format!(".{name}.{}.tmp", std::process::id()));
+    let written = (|| {
+        use std::io::Write;
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(text.as_bytes())?;
+        f.sync_all()
+    })();
+    if let Err(e) = written.and_then(|()| std::fs::rename(&tmp, path)) {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(fail(e));
+    }
+    Ok(())
+}
