@@ -137,6 +137,10 @@ pub struct History {
     pub evaluated: Vec<f64>,
     /// The loss gradient's Euclidean norm per restart at `evaluated`.
     pub grad_norm: Vec<f64>,
+    /// Per restart, set when the candidate finishes: whether the restart met its stopping
+    /// rule (the scene's `tolerance` over the last step, or a trial-based optimizer's own test)
+    /// rather than the step limit.
+    pub converged: Vec<bool>,
     /// Per parameter: whether its gradient was ever nonzero (in any restart, on any step); a
     /// parameter whose gradient stayed exactly zero is not identified by the data.
     pub grad_seen: Vec<bool>,

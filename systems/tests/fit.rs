@@ -212,6 +212,39 @@ fn a_step_limit_reached_while_improving_is_told_from_convergence() {
     assert!(c.gradient_norm.is_some_and(|g| g < 1e-3), "{c:?}");
 }
 
+/// The verdict is the best restart's: Michaelis–Menten from 8 starts, 8 steps of
+/// Levenberg–Marquardt — the best restart reaches the minimum (no loss change, a gradient at
+/// the rounding floor) while a poor start is still moving at the step limit.
+#[test]
+fn the_convergence_verdict_is_the_best_restarts_own() {
+    let scene = Scene::from_ron(
+        r#"Scene(
+            candidates: [Inline(name: "mm", src: "(/ (* a S) (+ b S))")],
+            parameters: Parameters(names: ["a", "b"], init: {"a": 1.0, "b": 1.0},
+                restarts: Restarts(count: 8, scale: 0.5, seed: 1)),
+            data: Some(Synthetic(program: "(/ (* 2.3 S) (+ 0.7 S))", constants: {},
+                inputs: {"S": Linspace(0.05, 5.0, 40)}, noise_sd: 0.03, seed: 2,
+                split: Split(train: 0.75, seed: 3))),
+            loss: Mse,
+            optimizer: LevenbergMarquardt,
+            steps: 8,
+        )"#,
+    )
+    .expect("scene");
+    let c = &run(&scene, &threads(2)).candidates[0];
+    let figures = c.convergence.clone().expect("figures");
+    assert_eq!(c.status, "converged", "{figures:?}");
+    assert!(figures.converged, "{figures:?}");
+    assert_eq!(figures.last_relative_change, Some(0.0));
+    assert!(
+        figures.gradient_norm.is_some_and(|g| g < 1e-6),
+        "{figures:?}"
+    );
+    // The worst restart is nowhere near (it is not what the verdict is about).
+    let worst = c.restarts.iter().map(|r| r.loss).fold(0.0, f64::max);
+    assert!(worst > 100.0 * c.loss, "{worst} vs {}", c.loss);
+}
+
 #[test]
 fn a_failing_candidate_is_reported_with_its_location_and_the_others_go_on() {
     let scene = Scene::from_ron(

@@ -102,12 +102,18 @@ fn feynman_constants_are_recovered_within_one_percent() {
         let Data::Synthetic { constants, .. } = &**data else {
             panic!("synthetic data");
         };
-        // A·cos(ωt + φ) = A·cos(−ωt − φ): the mirrored oscillator is the same law.
+        // A·cos(ωt + φ) = A·cos(−ωt − φ) = A·cos(ωt + φ + 2πk): the mirrored oscillator and
+        // any whole turn of the phase are the same law.
         let mut params = c.params.clone();
-        if c.name == "oscillator" && params["omega"] < 0.0 {
-            for k in ["omega", "phi"] {
-                params.insert(k.into(), -params[k]);
+        if c.name == "oscillator" {
+            if params["omega"] < 0.0 {
+                for k in ["omega", "phi"] {
+                    params.insert(k.into(), -params[k]);
+                }
             }
+            let turn = std::f64::consts::TAU;
+            let phi = params["phi"] - turn * ((params["phi"] - constants["phi"]) / turn).round();
+            params.insert("phi".into(), phi);
         }
         let worst = constants
             .iter()

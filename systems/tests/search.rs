@@ -300,6 +300,16 @@ fn the_scalar_task_succeeds_early_and_the_stream_cycles() {
 }
 
 #[test]
+fn an_evolve_seed_that_does_not_parse_says_why() {
+    let scene = scalar_scene(r#"Evolve(seeds: ["(* a (exp x)"])"#, "");
+    let e = Search::new(&scene, Path::new("."), &budget(10, 1)).expect_err("bad seed");
+    assert_eq!(
+        e.to_string(),
+        "`Evolve` seed `(* a (exp x)` is not one small program: line 1, column 1: `(` is never closed"
+    );
+}
+
+#[test]
 fn evolve_finds_a_law_from_nothing() {
     // y = 2.5·exp(−0.7 t) + noise; Evolve starts from (* a t) alone.
     let scene = Scene::from_ron(

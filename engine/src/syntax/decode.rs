@@ -156,8 +156,9 @@ impl Decoder<'_> {
         Err(Error::new(ErrorKind::Unbound, msg, span))
     }
 
-    /// For an unbound `name`: the closest name it could have meant (a variable in scope, an
-    /// input, a primitive), and the program's inputs.
+    /// For an unbound `name`: what other languages call it ([`ALIASES`]), or the closest name
+    /// it could have meant (a variable in scope, an input, a primitive; one that differs only in
+    /// case first), and the program's inputs.
     fn unbound_hint(&self, name: &str) -> String {
         let scope = self.scope.iter().rev().map(|(s, _)| self.name(*s));
         let known = scope
@@ -167,13 +168,24 @@ impl Decoder<'_> {
                 (0..self.primitives.len()).filter_map(|i| self.primitives.get(i).map(|p| p.name())),
             );
         let limit = (name.chars().count() / 3).max(1);
-        let closest = known
-            .filter(|k| *k != name)
-            .map(|k| (strsim::damerau_levenshtein(name, k), k))
-            .filter(|(d, _)| *d <= limit)
-            .min_by_key(|(d, _)| *d)
-            .map(|(_, k)| format!("; did you mean `{k}`?"))
-            .unwrap_or_default();
+        let known: Vec<&str> = known.filter(|k| *k != name).collect();
+        let lower = name.to_lowercase();
+        let closest = match ALIASES.iter().find(|(alias, _)| *alias == name) {
+            Some((_, advice)) => format!("; {advice}"),
+            None => known
+                .iter()
+                .find(|k| k.to_lowercase() == lower)
+                .or_else(|| {
+                    known
+                        .iter()
+                        .map(|k| (strsim::damerau_levenshtein(name, k), k))
+                        .filter(|(d, _)| *d <= limit)
+                        .min_by_key(|(d, _)| *d)
+                        .map(|(_, k)| k)
+                })
+                .map(|k| format!("; did you mean `{k}`?"))
+                .unwrap_or_default(),
+        };
         let inputs = if self.input_names.is_empty() {
             " (the program has no inputs)".to_string()
         } else {
@@ -314,6 +326,19 @@ impl Decoder<'_> {
     }
 }
 
+/// Names other languages give primitives, with what to write here instead.
+const ALIASES: &[(&str, &str)] = &[
+    ("ln", "the natural logarithm is `log`"),
+    ("log10", "write `(/ (log x) (log 10))`"),
+    ("log2", "write `(/ (log x) (log 2))`"),
+    ("power", "a power is `pow` (or `expt`)"),
+    ("**", "a power is `pow` (or `expt`)"),
+    ("^", "a power is `pow` (or `expt`)"),
+    ("sqr", "a square is `square` (`sqrt` is the square root)"),
+    ("pi", "write the number: 3.141592653589793"),
+    ("e", "write `(exp 1)`"),
+];
+
 #[cfg(test)]
 mod tests {
     use crate::program::{Node, Program};
@@ -374,6 +399,30 @@ mod tests {
         assert!(!p.nodes.iter().any(|n| matches!(n, Node::PrimCall { .. })));
         let e = Program::new("(set! x 1)", &[]).expect_err("unbound");
         assert!(e.message.contains("not supported"), "{}", e.message);
+    }
+
+    #[test]
+    fn a_name_differing_in_case_comes_first_and_other_languages_names_are_translated() {
+        let message = |src: &str, inputs: &[&str]| {
+            Program::new(src, inputs)
+                .expect_err("unbound")
+                .message
+                .clone()
+        };
+        // `a` is as close as `S` by edit distance; the case-insensitive match wins.
+        assert_eq!(
+            message("(* a s)", &["a", "S"]),
+            "unbound variable `s`; did you mean `S`? (inputs: a, S)"
+        );
+        assert_eq!(
+            message("(ln x)", &["x"]),
+            "unbound variable `ln`; the natural logarithm is `log` (inputs: x)"
+        );
+        assert_eq!(
+            message("(sqr x)", &["x"]),
+            "unbound variable `sqr`; a square is `square` (`sqrt` is the square root) (inputs: x)"
+        );
+        assert!(message("(log10 x)", &["x"]).contains("(/ (log x) (log 10))"));
     }
 
     #[test]

@@ -137,6 +137,12 @@ fn direction(st: &mut TrialState, bounds: &[Bounds], s: &Settings) {
     } else {
         1.0
     };
+    // The first trial's predicted decrease (to first order): below `ftol` of the loss there is
+    // nothing left to gain (a stationary point, or the evaluation's rounding floor).
+    if -st.alpha * dot(&d, &st.grad) <= s.ftol * st.loss.abs() {
+        finish(st, true);
+        return;
+    }
     st.direction = d;
     trial(st, bounds, s);
 }
@@ -229,6 +235,22 @@ mod tests {
             st.x
         );
         assert!(evaluations < 200, "{evaluations} evaluations");
+    }
+
+    #[test]
+    fn a_gradient_at_the_rounding_floor_is_convergence() {
+        // f = 1 + (x − 3)² evaluated at x = 3 + 1e-9: nothing is left to gain, and a line
+        // search at this scale would only chase rounding.
+        let mut st = TrialState::default();
+        let x = [3.0 + 1e-9];
+        let f = 1.0 + (x[0] - 3.0f64).powi(2);
+        let s = Settings {
+            ftol: 1e-10,
+            ..settings()
+        };
+        let next = advance(&mut st, &x, f, &[2.0 * (x[0] - 3.0)], &[], &s);
+        assert!(st.finished && st.converged, "{st:?}");
+        assert_eq!(next, x);
     }
 
     #[test]

@@ -107,6 +107,20 @@ fn propose(st: &mut TrialState, bounds: &[Bounds], s: &Settings) {
     let top = (0..p).map(|i| st.normal[i * p + i]).fold(0.0, f64::max);
     let floor = 1e-12 * top.max(1e-300);
     let rhs: Vec<f64> = st.jte.iter().map(|g| -g).collect();
+    // Even the undamped (Gauss–Newton) step promises less than `ftol` of the loss: nothing is
+    // left to gain (a stationary point, or the evaluation's rounding floor), however the
+    // damping stands.
+    let mut a = st.normal.clone();
+    for i in 0..p {
+        a[i * p + i] += floor;
+    }
+    if let Some(l) = cholesky(p, &a) {
+        let best = dot(&st.jte, &solve(p, &l, &rhs)).abs() / s.points;
+        if best <= s.ftol * st.loss {
+            finish(st, true);
+            return;
+        }
+    }
     while st.damping < MAX_DAMPING {
         let mut a = st.normal.clone();
         for i in 0..p {
@@ -195,6 +209,38 @@ mod tests {
             st.x
         );
         assert_eq!(x, st.x, "a finished restart returns its accepted point");
+    }
+
+    #[test]
+    fn a_restart_at_the_minimum_stops_converged_whatever_the_damping() {
+        // Noisy data: the minimum's loss is not 0, and its Gauss–Newton step promises nothing.
+        let data = [(0.0, 1.02), (1.0, 0.49), (2.0, 0.21), (3.0, 0.11)];
+        let mut x = vec![1.0, 0.7];
+        let mut st = TrialState::default();
+        for _ in 0..200 {
+            let (loss, ne) = model(&x, &data);
+            x = advance(&mut st, &x, loss, ne, &[], &settings(data.len()));
+            if st.finished {
+                break;
+            }
+        }
+        assert!(st.converged, "{st:?}");
+        let at_minimum = st.x.clone();
+        for damping in [1e-3, 1e6] {
+            let mut again = TrialState::default();
+            let (loss, ne) = model(&at_minimum, &data);
+            let s = Settings {
+                damping,
+                ftol: 1e-10,
+                ..settings(data.len())
+            };
+            let next = advance(&mut again, &at_minimum, loss, ne, &[], &s);
+            assert!(
+                again.finished && again.converged,
+                "damping {damping}: {again:?}"
+            );
+            assert_eq!(next, at_minimum);
+        }
     }
 
     #[test]

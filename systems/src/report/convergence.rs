@@ -1,10 +1,13 @@
 //! Whether a fit finished or merely stopped: the figures that tell convergence from a step
 //! limit reached while the loss was still falling.
 //!
-//! `done` means the step limit was reached; `converged` that the scene's tolerance was met.
-//! Beside the status, every candidate reports for its best restart the gradient norm at the
-//! final constants, the relative loss change over the last step, and the parameters sitting
-//! on a bound — a constant pinned to its bound is the bound, not a fitted value.
+//! `converged` means the best restart — the one whose constants are reported — met its
+//! stopping rule (the scene's tolerance, or a Levenberg–Marquardt or L-BFGS test); `done` that
+//! it reached the step limit first. Other restarts do not change the verdict: a poor start
+//! still wandering at the step limit says nothing about the best one. Beside the status, every
+//! candidate reports for its best restart the gradient norm at the final constants, the
+//! relative loss change over the last step, and the parameters sitting on a bound — a
+//! constant pinned to its bound is the bound, not a fitted value.
 
 use ndvm_components::prelude::*;
 use serde::Serialize;
@@ -15,7 +18,7 @@ pub const STILL_IMPROVING: f64 = 1e-4;
 /// The convergence figures of one restart.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Convergence {
-    /// The scene's tolerance was met (every restart's loss moved less than it).
+    /// This restart met its stopping rule (see the module docs).
     pub converged: bool,
     /// ‖∂loss/∂constants‖ at the final constants (`null` before the first step).
     pub gradient_norm: Option<f64>,

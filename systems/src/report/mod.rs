@@ -208,8 +208,9 @@ fn result(
             "non-finite",
             Some(non_finite_detail(loss_of(best), best, n, results)),
         ),
-        Status::Done { converged: false } => ("done", None),
-        Status::Done { converged: true } => ("converged", None),
+        // The best restart's constants are the result: its own test decides.
+        Status::Done { .. } if history.converged.get(best) == Some(&true) => ("converged", None),
+        Status::Done { .. } => ("done", None),
         Status::Stopped { reason } => ("stopped", Some(reason.clone())),
         Status::Failed { error } => ("failed", Some(error.clone())),
     };
@@ -252,7 +253,8 @@ fn add_figures(
     let best = r.best_restart;
     if matches!(status, Status::Done { .. } | Status::Stopped { .. }) {
         let at = final_values(history, values);
-        let converged = matches!(status, Status::Done { converged: true });
+        let converged =
+            matches!(status, Status::Done { .. }) && history.converged.get(best) == Some(&true);
         r.convergence = Some(crate::report::convergence::Convergence::of_restart(
             spec, history, at, best, converged,
         ));

@@ -61,7 +61,7 @@ impl Evolve {
         let mut seeds = VecDeque::new();
         for s in &settings.seeds {
             let e = Expr::parse(s, settings.max_nodes.max(64))
-                .ok_or_else(|| format!("`Evolve` seed `{s}` is not one small program"))?;
+                .map_err(|why| format!("`Evolve` seed `{s}` is not one small program: {why}"))?;
             seeds.push_back(e);
         }
         if seeds.is_empty() {
@@ -189,7 +189,7 @@ impl Evolve {
         if full && self.elite.last().is_some_and(|w| fitness >= w.fitness) {
             return;
         }
-        let Some(expr) = Expr::parse(&r.src, self.settings.max_nodes) else {
+        let Ok(expr) = Expr::parse(&r.src, self.settings.max_nodes) else {
             return;
         };
         let names: Vec<String> = r.params.keys().cloned().collect();

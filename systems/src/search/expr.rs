@@ -91,15 +91,37 @@ impl Expr {
         Expr::List(items)
     }
 
-    /// The tree of a one-datum program with at most `max_nodes` nodes and bounded depth;
-    /// `None` for anything else (unreadable, several top-level forms, too big).
-    pub fn parse(src: &str, max_nodes: usize) -> Option<Expr> {
-        let data = reader::read(src).ok()?;
-        let [top] = data.top[..] else { return None };
-        if data.items.len() > max_nodes || depth(&data, top) > MAX_DEPTH {
-            return None;
+    /// The tree of a one-datum program with at most `max_nodes` nodes and bounded depth, or
+    /// why it is not one (unreadable, with the reader's place; several top-level forms; too
+    /// big or too deep).
+    pub fn parse(src: &str, max_nodes: usize) -> Result<Expr, String> {
+        let data = reader::read(src).map_err(|e| match e.span {
+            Some(span) => {
+                let (line, col) = span.line_col(src);
+                format!("line {line}, column {col}: {}", e.message)
+            }
+            None => e.message.clone(),
+        })?;
+        let top = match data.top[..] {
+            [top] => top,
+            [] => return Err("it is empty".into()),
+            ref all => {
+                return Err(format!(
+                    "it has {} top-level forms, and a seed is one expression",
+                    all.len()
+                ));
+            }
+        };
+        if data.items.len() > max_nodes {
+            return Err(format!(
+                "it has {} nodes, over the limit of {max_nodes} (`max_nodes`)",
+                data.items.len()
+            ));
         }
-        Some(Expr::from_datum(&data, top))
+        if depth(&data, top) > MAX_DEPTH {
+            return Err(format!("it nests deeper than {MAX_DEPTH} levels"));
+        }
+        Ok(Expr::from_datum(&data, top))
     }
 
     fn from_datum(data: &Data, id: DatumId) -> Expr {
@@ -251,7 +273,10 @@ mod tests {
         let src = format!("{}x{}", "(- ".repeat(5000), ")".repeat(5000));
         let s = skeleton(&src, &[]).expect("skeleton");
         assert_eq!(s.len(), 5000 * 4 + 1);
-        assert_eq!(Expr::parse(&src, usize::MAX), None);
+        assert_eq!(
+            Expr::parse(&src, usize::MAX),
+            Err(format!("it nests deeper than {MAX_DEPTH} levels"))
+        );
     }
 
     #[test]
@@ -260,7 +285,18 @@ mod tests {
         let e = Expr::parse(src, 100).expect("tree");
         assert_eq!(e.to_string(), src);
         assert_eq!(e.nodes(), 32);
-        assert_eq!(Expr::parse(src, 20), None);
+        assert_eq!(
+            Expr::parse(src, 20),
+            Err("it has 32 nodes, over the limit of 20 (`max_nodes`)".into())
+        );
+        assert_eq!(
+            Expr::parse("(* a x", 20),
+            Err("line 1, column 1: `(` is never closed".into())
+        );
+        assert_eq!(
+            Expr::parse("(* a x) (+ b 1)", 20),
+            Err("it has 2 top-level forms, and a seed is one expression".into())
+        );
         assert_eq!(e.at(&[2, 1, 2]), Some(&Expr::Num(10.0)));
         let mut syms = Vec::new();
         e.symbols(&mut syms);

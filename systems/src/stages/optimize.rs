@@ -75,15 +75,18 @@ pub fn optimize(
                 );
                 return;
             }
-            let converged = spec.tolerance.is_some_and(|tol| {
-                let n = history.losses.len();
-                n >= 2
-                    && history.losses[n - 1]
-                        .iter()
-                        .zip(&history.losses[n - 2])
-                        .all(|(a, b)| (a - b).abs() < tol)
-            });
+            let n = history.losses.len();
+            let restarts_converged: Vec<bool> = match (spec.tolerance, n >= 2) {
+                (Some(tol), true) => history.losses[n - 1]
+                    .iter()
+                    .zip(&history.losses[n - 2])
+                    .map(|(a, b)| (a - b).abs() < tol)
+                    .collect(),
+                _ => vec![false; spec.restarts],
+            };
+            let converged = restarts_converged.iter().all(|&c| c);
             if converged || history.steps >= spec.steps {
+                history.converged = restarts_converged;
                 **status = Status::Done { converged };
                 return;
             }
@@ -141,12 +144,14 @@ fn step_trials(
             // their losses.
             history.losses.pop();
             history.pending_trial = false;
+            history.converged = state.restarts.iter().map(|r| r.converged).collect();
             *status = Status::Done { converged };
         }
         Verdict::Done { converged } => {
             if let Some(last) = history.losses.last_mut() {
                 *last = trial::accepted_losses(state);
             }
+            history.converged = state.restarts.iter().map(|r| r.converged).collect();
             *status = Status::Done { converged };
         }
         Verdict::Finishing | Verdict::Continue => {
