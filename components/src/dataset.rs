@@ -15,6 +15,33 @@ pub struct Dataset {
     /// File rows (1-based, the header is row 1) left out for a NaN or infinite cell, when the
     /// scene asked for it (`drop_non_finite: true`).
     pub dropped_rows: Vec<usize>,
+    /// What the data calls its columns (plots and exports use these names).
+    pub names: ColumnNames,
+}
+
+/// The names of a data set's columns, for people: a CSV file's headers, or a synthetic data
+/// set's input names and `y` for its output.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ColumnNames {
+    /// Program input → the column it was read from.
+    pub inputs: BTreeMap<String, String>,
+    /// The target column.
+    pub target: String,
+}
+
+impl ColumnNames {
+    /// Each input named by itself, and the target `target`.
+    pub fn same(inputs: impl IntoIterator<Item = String>, target: &str) -> ColumnNames {
+        ColumnNames {
+            inputs: inputs.into_iter().map(|n| (n.clone(), n)).collect(),
+            target: target.to_string(),
+        }
+    }
+
+    /// The column an input was read from (the input's own name if unknown).
+    pub fn input<'a>(&'a self, input: &'a str) -> &'a str {
+        self.inputs.get(input).map_or(input, String::as_str)
+    }
 }
 
 impl Dataset {

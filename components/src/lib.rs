@@ -21,7 +21,7 @@ pub use candidate::{
     Candidate, Compiled, FitSpec, Groups, History, LaneResults, ParamValues, SharedInputs,
     SharedMatrix, Status,
 };
-pub use dataset::Dataset;
+pub use dataset::{ColumnNames, Dataset};
 pub use lane_group::{GroupOutputs, LaneGroup, Route};
 pub use optimizer::{Bounds, Optimizer, OptimizerState};
 

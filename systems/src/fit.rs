@@ -315,6 +315,26 @@ impl Fit {
             .collect()
     }
 
+    /// The fitted curves of the best `top` candidates of `report` that were fitted to data with
+    /// one input column, by population index: what [`crate::report::plots`] draws.
+    pub fn curves(
+        &mut self,
+        report: &FitReport,
+        top: usize,
+    ) -> std::collections::BTreeMap<usize, report::curve::Curve> {
+        let wanted: Vec<usize> = report.ranking().into_iter().take(top).collect();
+        let mut q = self.world.query::<(&Candidate, &FitSpec, &Compiled)>();
+        q.iter(&self.world)
+            .filter_map(|(c, spec, compiled)| {
+                let i = wanted
+                    .iter()
+                    .position(|&w| report.candidates[w].index == c.index)?;
+                let result = &report.candidates[wanted[i]];
+                Some((c.index, report::curve::of(result, spec, &compiled.0)?))
+            })
+            .collect()
+    }
+
     /// The world, for inspection (tests, tools).
     pub fn world_mut(&mut self) -> &mut World {
         &mut self.world

@@ -245,6 +245,47 @@ fn the_convergence_verdict_is_the_best_restarts_own() {
     assert!(worst > 100.0 * c.loss, "{worst} vs {}", c.loss);
 }
 
+/// A straight line's curve and band have a closed form: y = a + b·x, and the band's half-width
+/// 1.96·√(σa² + x²·σb² + 2x·ρ·σa·σb).
+#[test]
+fn the_plotted_curve_and_band_are_the_fit_and_its_delta_method_interval() {
+    let scene = Scene::from_ron(
+        r#"Scene(
+            candidates: [Inline(name: "line", src: "(+ a (* b x))")],
+            parameters: Parameters(names: ["a", "b"], init: {"a": 0.0, "b": 0.0}),
+            data: Some(Synthetic(program: "(+ 1 (* 2 x))", constants: {},
+                inputs: {"x": Uniform(-1.0, 3.0, 30)}, noise_sd: 0.1, seed: 4)),
+            loss: Mse,
+            steps: 50,
+        )"#,
+    )
+    .expect("scene");
+    let mut fit = Fit::new(&scene, &scenes(), &threads(1)).expect("starts");
+    let report = fit.run(|_| {});
+    let c = &report.candidates[0];
+    let curves = fit.curves(&report, 5);
+    let curve = &curves[&0];
+    let xs = &fit.datasets()[&0].inputs["x"];
+    let (lo, hi) = xs
+        .iter()
+        .fold((f64::MAX, f64::MIN), |(l, h), &x| (l.min(x), h.max(x)));
+    assert_eq!(curve.x.len(), ndvm_systems::report::curve::POINTS);
+    assert_eq!((curve.x[0], *curve.x.last().expect("x")), (lo, hi));
+    let (a, b) = (c.params["a"], c.params["b"]);
+    let u = c.uncertainty.as_ref().expect("standard errors");
+    let (sa, sb, rho) = (u.std_errors["a"], u.std_errors["b"], u.correlation[0][1]);
+    let band = curve.band.as_ref().expect("a band");
+    for ((&x, &y), &h) in curve.x.iter().zip(&curve.y).zip(band) {
+        assert!((y - (a + b * x)).abs() < 1e-12, "y({x}) = {y}");
+        let want =
+            1.959_963_984_540_054 * (sa * sa + x * x * sb * sb + 2.0 * x * rho * sa * sb).sqrt();
+        assert!(
+            (h - want).abs() <= 1e-9 * want,
+            "band({x}) = {h}, want {want}"
+        );
+    }
+}
+
 #[test]
 fn a_failing_candidate_is_reported_with_its_location_and_the_others_go_on() {
     let scene = Scene::from_ron(

@@ -380,8 +380,48 @@ fn plots_draw_every_data_point_and_an_index_shows_them() {
             (at("cx"), at("cy"))
         })
         .collect();
-    // 40 data points, 40 residuals, and the two legend markers.
+    // 40 data points, 40 residuals, and the two legend markers — beside the plot, not on it.
     assert_eq!(circles.len(), 82, "{} circles", circles.len());
+    let (legend, plotted): (Vec<&(f64, f64)>, Vec<_>) = circles.iter().partition(|c| c.0 >= 800.0);
+    assert_eq!(legend.len(), 2, "{legend:?}");
+    assert!(plotted.iter().all(|c| c.0 < 790.0));
+    // Axes are named by the data's columns (decay.csv: `t` and `counts`), and no tick says -0.
+    let texts: Vec<String> = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("text"))
+        .filter_map(|n| n.text().map(|t| t.trim().to_string()))
+        .collect();
+    for label in ["t", "counts", "residual (counts − fit)", "fit", "95% band"] {
+        assert!(
+            texts.iter().any(|t| t == label),
+            "no `{label}` in {texts:?}"
+        );
+    }
+    assert!(!texts.iter().any(|t| t == "target"), "{texts:?}");
+    assert!(
+        !texts
+            .iter()
+            .any(|t| t.starts_with("-0") && t.chars().skip(1).all(|c| "0.".contains(c))),
+        "{texts:?}"
+    );
+    // The fitted curve is drawn on a dense grid (200 points), its band around it.
+    let red = |tag: &str, attr: &str| -> Vec<usize> {
+        doc.descendants()
+            .filter(|n| n.has_tag_name(tag) && n.attribute(attr) == Some("#FF0000"))
+            .map(|n| {
+                n.attribute("points")
+                    .unwrap_or("")
+                    .split_whitespace()
+                    .count()
+            })
+            .collect()
+    };
+    assert!(
+        red("polyline", "stroke").contains(&200),
+        "{:?}",
+        red("polyline", "stroke")
+    );
+    assert_eq!(red("polygon", "fill"), [400]);
     // The data points are drawn left to right in row order (t ascends in decay.csv), training
     // rows first: within each split, x grows.
     let csv = std::fs::read_to_string(dir.join("candidate-0.csv")).expect("csv");
@@ -392,7 +432,7 @@ fn plots_draw_every_data_point_and_an_index_shows_them() {
         .collect();
     assert_eq!(
         csv.lines().next(),
-        Some("t,target,prediction,residual,held_out")
+        Some("t,counts,prediction,residual,held_out")
     );
     assert_eq!(rows.len(), 40);
     for (row, p) in rows.iter().zip(&pred) {

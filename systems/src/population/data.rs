@@ -6,6 +6,7 @@
 //! (f64), then seeded Gaussian noise is added. Everything is deterministic in the scene's seeds.
 
 pub use ndvm_components::Dataset;
+use ndvm_components::dataset::ColumnNames;
 use ndvm_components::scene::{Data, Grid, Split};
 use ndvm_engine::prelude::*;
 use rand::seq::SliceRandom;
@@ -164,6 +165,10 @@ fn csv_columns(
         target: y,
         train,
         dropped_rows,
+        names: ColumnNames {
+            inputs: columns.clone(),
+            target: target.to_string(),
+        },
     })
 }
 
@@ -225,6 +230,7 @@ fn synthetic(
     }
     Ok(Dataset {
         train: split_mask(n, split),
+        names: ColumnNames::same(inputs.keys().cloned(), "y"),
         inputs,
         target: y,
         dropped_rows: Vec::new(),

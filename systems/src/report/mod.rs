@@ -7,9 +7,11 @@
 //! What a result is made of, one concept per file: [`convergence`] (finished or merely
 //! stopped), [`uncertainty`] (standard errors and correlations), [`selection`] (R², AIC, BIC),
 //! [`warnings`] (setups that would pass silently), [`snippet`] (an error under its source
-//! line); [`plots`] draws the figures of `ndvm fit --plots`.
+//! line); [`plots`] draws the figures of `ndvm fit --plots`, with each fitted [`curve`] on a
+//! dense grid.
 
 pub mod convergence;
+pub mod curve;
 pub mod plots;
 pub mod selection;
 pub mod snippet;

@@ -165,7 +165,7 @@ pub fn of(spec: &FitSpec, program: &Executable, at: &[f64]) -> Result<Uncertaint
 
 /// One f64 walk with gradients of `spec`'s lanes at `values` (parameter-major, restart-minor):
 /// each lane's output and `grads[param][lane]`.
-fn walk(
+pub(crate) fn walk(
     spec: &FitSpec,
     exe: &Executable,
     values: Vec<f64>,

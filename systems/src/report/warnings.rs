@@ -54,6 +54,7 @@ mod tests {
                 inputs: [("t".to_string(), vec![0.0, 1.0])].into(),
                 target: vec![1.0, 2.0],
                 train: vec![true, true],
+                names: Default::default(),
             })),
             bounds: Vec::new(),
             restarts: 1,

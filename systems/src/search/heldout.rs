@@ -52,6 +52,7 @@ pub fn split(
         let target = keep(&d.target);
         Dataset {
             dropped_rows: Vec::new(),
+            names: d.names.clone(),
             inputs: d.inputs.iter().map(|(k, v)| (k.clone(), keep(v))).collect(),
             train: vec![true; target.len()],
             target,

@@ -124,7 +124,8 @@ pub fn fit(args: FitArgs) -> Result<(), Failure> {
     }
     if let Some(dir) = &args.plots {
         let data = fit.datasets();
-        for (name, text) in ndvm_systems::report::plots::files(&report, &data, args.top) {
+        let curves = fit.curves(&report, args.top);
+        for (name, text) in ndvm_systems::report::plots::files(&report, &data, &curves, args.top) {
             write_atomically(&dir.join(name), &text)?;
         }
     }
