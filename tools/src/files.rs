@@ -35,6 +35,33 @@ fn scene_error(e: &SceneError, path: &Path, text: &str) -> String {
     out
 }
 
+/// Where `ndvm fit` and `ndvm search` write when neither a flag nor the scene says:
+/// `ndvm-out/<scene>/` in the working folder (`ndvm-out/` is in the repository's `.gitignore`),
+/// `<scene>` the scene file's name without `.scene.ron`.
+pub fn default_out(scene: &Path) -> PathBuf {
+    let name = scene
+        .file_name()
+        .map_or_else(|| "scene".to_string(), |n| n.to_string_lossy().into_owned());
+    let stem = name
+        .strip_suffix(".scene.ron")
+        .or_else(|| name.strip_suffix(".ron"))
+        .unwrap_or(&name);
+    Path::new(DEFAULT_OUT).join(stem)
+}
+
+/// The folder [`default_out`] writes under.
+pub const DEFAULT_OUT: &str = "ndvm-out";
+
+/// Creates `dir` (and its parents) for outputs, or says why it cannot.
+pub fn create_folder(dir: &Path) -> Result<(), Failure> {
+    std::fs::create_dir_all(dir).map_err(|e| {
+        Failure::Usage(format!(
+            "cannot create the output folder {}: {e}",
+            dir.display()
+        ))
+    })
+}
+
 /// Fails unless a file can be created beside `path` (its folder exists and is writable).
 pub fn check_writable(path: &Path) -> Result<(), Failure> {
     let folder = match path.parent() {

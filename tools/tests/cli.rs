@@ -1,15 +1,10 @@
 //! `ndvm run` end to end: values, gradients, JSON, bindings files, errors and exit codes.
 
+mod common;
+use common::ndvm;
 use serde_json::Value;
 use std::io::Write;
-use std::process::{Command, Output, Stdio};
-
-fn ndvm(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_ndvm"))
-        .args(args)
-        .output()
-        .expect("runs ndvm")
-}
+use std::process::{Output, Stdio};
 
 fn json(out: &Output) -> Value {
     serde_json::from_slice(&out.stdout)
@@ -52,7 +47,7 @@ fn reads_a_bindings_file_and_stdin() {
     std::fs::create_dir_all(&dir).expect("tmp");
     let file = dir.join("b.json");
     std::fs::write(&file, r#"{"scalars": {"a": 2}, "lanes": {"x": [1, 2, 3]}, "matrices": {"m": {"rows": 1, "cols": 1, "data": [5]}}}"#).expect("write");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_ndvm"))
+    let mut child = common::command()
         .args([
             "run",
             "-",

@@ -1,15 +1,10 @@
 //! `ndvm fit` and `ndvm profile` end to end.
 
+mod common;
+use common::ndvm;
 use serde_json::Value;
 use std::path::PathBuf;
-use std::process::{Command, Output};
-
-fn ndvm(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_ndvm"))
-        .args(args)
-        .output()
-        .expect("ndvm runs")
-}
+use std::process::Output;
 
 /// Runs `ndvm`, which must succeed.
 fn ndvm_ok(args: &[&str]) -> Output {
@@ -130,9 +125,13 @@ fn fit_prints_json_on_request() {
     );
     assert_eq!(v["ranking"][0], 0);
     assert_eq!(v["device"], serde_json::json!({"kind": "cpu"}));
+    // Without `--out`, the results go to `ndvm-out/<scene>/` in the working folder.
     let out = ndvm_ok(&["fit", &scene("kalman2d.scene.ron"), "--steps", "3"]);
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.trim_end().ends_with("device: CPU"), "{text}");
+    let footer = "; device: CPU; results in ndvm-out/kalman2d/results.json";
+    assert!(text.trim_end().ends_with(footer), "{text}");
+    let written = common::scratch().join("ndvm-out/kalman2d/results.json");
+    assert_eq!(json(&written)["candidates"][0]["name"], "kalman2d");
 }
 
 /// `--device gpu` names the adapter in the footer and the JSON; a software one (Mesa's

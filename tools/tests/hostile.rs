@@ -2,16 +2,10 @@
 //! or 2 (bad usage) — never a panic (101), an abort or a hang — and must never report numbers
 //! that are not what was computed.
 
+mod common;
+use common::ndvm;
 use std::path::PathBuf;
-use std::process::{Command, Output, Stdio};
-
-fn ndvm(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_ndvm"))
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .expect("ndvm runs")
-}
+use std::process::Stdio;
 
 fn dir() -> PathBuf {
     let d = std::env::temp_dir().join(format!("ndvm-hostile-{}", std::process::id()));
@@ -132,7 +126,7 @@ fn endless_or_unwritable_files_are_clean_errors() {
     // A full disk on standard output.
     let full = std::fs::File::create("/dev/full");
     if let Ok(full) = full {
-        let out = Command::new(env!("CARGO_BIN_EXE_ndvm"))
+        let out = common::command()
             .args(["run", "--expr", "(+ 1 2)", "--json"])
             .stdout(full)
             .output()
@@ -141,7 +135,7 @@ fn endless_or_unwritable_files_are_clean_errors() {
         assert!(String::from_utf8_lossy(&out.stderr).contains("No space left on device"));
     }
     // A closed pipe is not an error.
-    let mut child = Command::new(env!("CARGO_BIN_EXE_ndvm"))
+    let mut child = common::command()
         .args([
             "run",
             "--expr",
@@ -470,7 +464,7 @@ fn parameter_values_that_make_no_sense_are_located_errors() {
 fn a_full_standard_error_loses_the_message_not_the_status() {
     // Writing to /dev/full fails (ENOSPC): `eprintln!` would panic there (exit 101).
     let full = std::fs::File::create("/dev/full").expect("full");
-    let out = Command::new(env!("CARGO_BIN_EXE_ndvm"))
+    let out = common::command()
         .args(["run", "--expr", "(car 1)"])
         .stderr(Stdio::from(full))
         .output()

@@ -1,17 +1,12 @@
 //! `ndvm search` end to end: the files it writes, determinism across threads, early checks of
 //! the output folder, clean stops (SIGTERM, a closed pipe) and the errors of a wrong scene.
 
+mod common;
+use common::ndvm;
 use serde_json::Value;
 use std::path::PathBuf;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::time::Duration;
-
-fn ndvm(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_ndvm"))
-        .args(args)
-        .output()
-        .expect("run ndvm")
-}
 
 fn scene(name: &str) -> String {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -28,17 +23,48 @@ fn tmp(name: &str) -> PathBuf {
 }
 
 /// The log and results of a run, without their wall-clock parts.
+/// The log (each line with its program's `src` and `skeleton` joined back in, `timing` left
+/// out) and the results (without `timing`). Checks that the programs are written once each,
+/// numbered in order of first appearance, before the first line that names them.
 fn outputs(dir: &std::path::Path) -> (Vec<Value>, Value) {
-    let log: Vec<Value> = std::fs::read_to_string(dir.join("calibrations.jsonl"))
-        .expect("log")
-        .lines()
-        .map(|l| {
-            let mut v: Value = serde_json::from_str(l).expect("log line");
-            assert!(v["timing"]["elapsed_s"].is_number(), "{l}");
-            v.as_object_mut().expect("object").remove("timing");
+    let read = |name: &str| -> Vec<Value> {
+        std::fs::read_to_string(dir.join(name))
+            .expect(name)
+            .lines()
+            .map(|l| serde_json::from_str(l).expect("json line"))
+            .collect()
+    };
+    let programs = read("programs.jsonl");
+    for (i, p) in programs.iter().enumerate() {
+        assert_eq!(p["program"], i, "{p}");
+    }
+    let mut seen = 0;
+    let log: Vec<Value> = read("calibrations.jsonl")
+        .into_iter()
+        .map(|mut v| {
+            assert!(v["timing"]["elapsed_s"].is_number(), "{v}");
+            assert!(
+                v.get("src").is_none(),
+                "the log names programs by number: {v}"
+            );
+            let id = v["program"].as_u64().expect("program") as usize;
+            assert!(id <= seen, "program {id} before {seen}");
+            seen = seen.max(id + 1);
+            let o = v.as_object_mut().expect("object");
+            o.remove("timing");
+            o.insert("src".into(), programs[id]["src"].clone());
+            o.insert("skeleton".into(), programs[id]["skeleton"].clone());
             v
         })
         .collect();
+    assert_eq!(seen, programs.len(), "every program is used");
+    let mut srcs: Vec<&str> = programs
+        .iter()
+        .map(|p| p["src"].as_str().expect("src"))
+        .collect();
+    srcs.sort_unstable();
+    srcs.dedup();
+    assert_eq!(srcs.len(), programs.len(), "each program once");
     let mut results: Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("search.json")).expect("results"))
             .expect("results json");
@@ -79,6 +105,9 @@ fn search_writes_its_log_results_and_frontier_identically_at_any_thread_count() 
         );
         let (log, results) = outputs(&dir);
         assert_eq!(log.len(), 1200);
+        // The stream cycles: 300 candidates of four draws, 247 distinct programs.
+        let programs = std::fs::read_to_string(dir.join("programs.jsonl")).expect("programs");
+        assert_eq!(programs.lines().count(), 247);
         assert_eq!(results["summary"]["calibrations"], 1200);
         assert_eq!(results["summary"]["stopped_by"], "calibrations");
         let csv = std::fs::read_to_string(dir.join("frontier.csv")).expect("csv");
@@ -140,6 +169,76 @@ fn an_unusable_output_folder_is_refused_before_any_work() {
     );
 }
 
+/// Without `--out` (and no `search.out` in the scene), everything goes to
+/// `ndvm-out/<scene>/` in the working folder.
+#[test]
+fn outputs_default_to_ndvm_out() {
+    let out = ndvm(&[
+        "search",
+        &scene("search_scalar.scene.ron"),
+        "--calibrations",
+        "40",
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("log, results and frontier in ndvm-out/search_scalar/"),
+        "{stdout}"
+    );
+    let dir = common::scratch().join("ndvm-out/search_scalar");
+    let (log, results) = outputs(&dir);
+    assert_eq!(log.len(), 40);
+    assert_eq!(results["summary"]["calibrations"], 40);
+}
+
+/// A log line's size does not grow with its program: two 20 kB programs, calibrated 16 times,
+/// are written once each.
+#[test]
+fn long_programs_are_written_once() {
+    let dir = common::scratch().join("long");
+    std::fs::create_dir_all(&dir).expect("dir");
+    let long = |op: &str| format!("{}x{}", format!("({op} a ").repeat(2000), ")".repeat(2000));
+    let stream: String = ["+", "*"]
+        .iter()
+        .map(|op| format!("{{\"src\": \"{}\", \"params\": [\"a\"]}}\n", long(op)))
+        .collect();
+    std::fs::write(dir.join("long.jsonl"), stream).expect("stream");
+    std::fs::write(
+        dir.join("long.scene.ron"),
+        r#"Scene(
+    candidates: [],
+    data: Some(Synthetic(program: "x", inputs: {"x": Linspace(0.0, 1.0, 8)}, split: Split(train: 0.5))),
+    loss: Mse,
+    search: Some(Search(proposers: [Stream(path: "long.jsonl")], calibration: Calibration(draws: 4, steps: 2))),
+)"#,
+    )
+    .expect("scene");
+    let scene = dir.join("long.scene.ron");
+    let out = ndvm(&[
+        "search",
+        scene.to_str().expect("path"),
+        "--calibrations",
+        "16",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let written = common::scratch().join("ndvm-out/long");
+    let (log, _) = outputs(&written);
+    assert_eq!(log.len(), 16);
+    let programs = std::fs::read_to_string(written.join("programs.jsonl")).expect("programs");
+    assert_eq!(programs.lines().count(), 2);
+    let calibrations = std::fs::read_to_string(written.join("calibrations.jsonl")).expect("log");
+    let widest = calibrations.lines().map(str::len).max().unwrap_or(0);
+    assert!(widest < 600, "a log line of {widest} bytes");
+}
+
 #[test]
 fn wrong_scenes_and_settings_are_clean_errors() {
     let out = ndvm(&["search", &scene("heat1d.scene.ron")]);
@@ -180,7 +279,7 @@ fn wrong_scenes_and_settings_are_clean_errors() {
 #[test]
 fn sigterm_stops_the_search_and_writes_what_was_found() {
     let dir = tmp("term");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_ndvm"))
+    let mut child = common::command()
         .args([
             "search",
             &scene("search_scalar.scene.ron"),
@@ -212,7 +311,7 @@ fn sigterm_stops_the_search_and_writes_what_was_found() {
 
 #[test]
 fn a_closed_pipe_is_not_a_crash() {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_ndvm"))
+    let mut child = common::command()
         .args([
             "search",
             &scene("search_scalar.scene.ron"),

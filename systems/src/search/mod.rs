@@ -46,6 +46,7 @@ pub mod evolve;
 pub mod expr;
 pub mod frontier;
 pub mod heldout;
+pub mod log;
 pub mod mutate;
 pub mod proposer;
 pub mod record;
@@ -175,6 +176,8 @@ pub struct Search {
     admitted: u64,
     tally: Tally,
     frontier: Frontier,
+    /// Program numbers of the log ([`log::Programs`]).
+    programs: log::Programs,
     warnings: Vec<String>,
     warning_count: u64,
     /// Warnings from before the run (reading streams), passed on when it starts.
@@ -300,6 +303,7 @@ impl Search {
             next_candidate: 0,
             admitted: 0,
             frontier: Frontier::default(),
+            programs: log::Programs::default(),
             warnings: Vec::new(),
             warning_count: 0,
             pending_notes: notes.warnings,

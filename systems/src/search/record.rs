@@ -21,6 +21,9 @@ pub struct Record {
     pub proposer: String,
     pub name: String,
     pub skeleton: String,
+    /// The program's number in the log: `programs.jsonl` holds its source once
+    /// ([`super::log`]).
+    pub program: u64,
     pub src: String,
     /// The fitted constants.
     pub params: BTreeMap<String, f64>,
@@ -221,6 +224,7 @@ mod tests {
             proposer: "t".into(),
             name: "t".into(),
             skeleton: skeleton.into(),
+            program: i,
             src: skeleton.into(),
             params: BTreeMap::new(),
             train_loss: 1.0 - r2,

@@ -31,6 +31,7 @@ impl Search {
             proposer: self.slots[flight.proposer].proposer.name().to_string(),
             name: flight.proposal.name.clone(),
             skeleton: flight.skeleton.clone(),
+            program: 0,
             src: flight.proposal.src.clone(),
             params,
             train_loss,
@@ -98,6 +99,7 @@ impl Search {
         let mut out = Vec::with_capacity(records.len());
         for (slot, mut r) in records {
             r.calibration = self.tally.calibrations;
+            r.program = self.programs.id(&r.src);
             let before = self.tally.successful_skeletons.len();
             let improved = self.tally.add(&r);
             let new_success = self.tally.successful_skeletons.len() > before;

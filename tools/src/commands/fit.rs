@@ -1,13 +1,13 @@
 //! `ndvm fit` and `ndvm profile`: run a scene's population.
 //!
 //! `fit` shows a progress bar (standard error, hidden off a terminal), prints the ranked table
-//! (or the results JSON with `--json`) and writes the results JSON and the losses CSV where the
-//! scene or the flags say. Ctrl-C stops the fit cleanly: the results so far are still written
+//! (or the results JSON with `--json`) and writes the results JSON (where the flags or the
+//! scene say, else `ndvm-out/<scene>/results.json`) and the losses CSV where asked. Ctrl-C stops the fit cleanly: the results so far are still written
 //! (unfinished candidates are marked `stopped`) and the exit status is 130. `profile` runs the
 //! same fit and prints the per-stage table instead (`docs/profiling.md`).
 
 use crate::Failure;
-use crate::files::{check_writable, read_scene, write_atomically};
+use crate::files::{check_writable, create_folder, default_out, read_scene, write_atomically};
 use crate::interrupt::interrupt_flag;
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
@@ -28,7 +28,8 @@ pub struct FitArgs {
     /// Optimizer steps per candidate (overrides the scene's `steps`).
     #[arg(long, value_name = "N")]
     steps: Option<u32>,
-    /// Write the results JSON here (overrides the scene's `outputs.results`).
+    /// Write the results JSON here (default: the scene's `outputs.results`, else
+    /// `ndvm-out/<scene>/results.json`).
     #[arg(long, value_name = "FILE")]
     out: Option<PathBuf>,
     /// Write per-step losses as CSV here (overrides the scene's `outputs.losses_csv`).
@@ -87,16 +88,24 @@ pub fn fit(args: FitArgs) -> Result<(), Failure> {
         settings: settings(args.walk_every_step, args.device),
         ..FitOptions::default()
     };
-    let results = args
+    let results = match args
         .out
         .clone()
-        .or(scene.outputs.results.as_ref().map(PathBuf::from));
+        .or(scene.outputs.results.as_ref().map(PathBuf::from))
+    {
+        Some(path) => path,
+        None => {
+            let dir = default_out(&args.scene);
+            create_folder(&dir)?;
+            dir.join("results.json")
+        }
+    };
     let losses = args
         .losses
         .clone()
         .or(scene.outputs.losses_csv.as_ref().map(PathBuf::from));
     // A results path that cannot be written fails now, not after the whole fit.
-    for path in results.iter().chain(&losses) {
+    for path in std::iter::once(&results).chain(&losses) {
         check_writable(path)?;
     }
     if let Some(dir) = &args.plots {
@@ -116,9 +125,7 @@ pub fn fit(args: FitArgs) -> Result<(), Failure> {
     let report = run_with_bar(&mut fit);
     let timing = fit.profile().report();
     let json = report::to_json(&report, Some(&timing), threads);
-    if let Some(path) = &results {
-        write_atomically(path, &json)?;
-    }
+    write_atomically(&results, &json)?;
     if let Some(path) = &losses {
         write_atomically(path, &report.losses_csv())?;
     }
@@ -141,7 +148,7 @@ pub fn fit(args: FitArgs) -> Result<(), Failure> {
             c.replays,
             timing.wall_s,
             report.device.describe(),
-            results.map_or(String::new(), |p| format!("; results in {}", p.display()))
+            format!("; results in {}", results.display())
         ))?;
     }
     if interrupted.load(Ordering::Relaxed) {

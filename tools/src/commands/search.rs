@@ -1,20 +1,20 @@
 //! `ndvm search`: run a search scene to its budget (docs/search.md).
 //!
 //! A live status line on standard error (hidden off a terminal), warnings as they come, and at
-//! the end a summary and the best skeletons (or the results JSON with `--json`). With an output
-//! folder (`--out DIR`, or the scene's `search.out`) it streams the calibration log
-//! (`calibrations.jsonl`) and writes the results (`search.json`), the frontier
-//! (`frontier.csv`) and its plot (`frontier.svg`). Ctrl-C or SIGTERM stops the search and
+//! the end a summary and the best skeletons (or the results JSON with `--json`). Into its output
+//! folder (`--out DIR`, the scene's `search.out`, else `ndvm-out/<scene>/`) it streams the
+//! calibration log (`calibrations.jsonl`, with each program once in `programs.jsonl`) and
+//! writes the results (`search.json`), the frontier (`frontier.csv`) and its plot
+//! (`frontier.svg`). Ctrl-C or SIGTERM stops the search and
 //! writes what was found (exit status 130).
 
 use crate::Failure;
-use crate::files::{read_scene, write_atomically};
+use crate::files::{create_folder, default_out, read_scene, write_atomically};
 use crate::interrupt::interrupt_flag;
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use ndvm_components::scene::Precision;
 use ndvm_systems::search::{Event, Record, Search, SearchOptions, SearchReport};
-use serde::Serialize;
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
@@ -38,7 +38,8 @@ pub struct SearchArgs {
     /// Worker threads (default: the scene's `threads`, else one per core).
     #[arg(long, value_name = "N")]
     threads: Option<usize>,
-    /// Write the log, results, frontier CSV and plot into this folder (created if missing).
+    /// Write the log, results, frontier CSV and plot into this folder (created if missing;
+    /// default: the scene's `search.out`, else `ndvm-out/<scene>/`).
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
     /// Print the results JSON on standard output instead of the summary.
@@ -56,19 +57,6 @@ pub struct SearchArgs {
     /// Where calibrations replay (default: the scene's `device`, else auto; docs/gpu.md).
     #[arg(long, value_enum, value_name = "cpu|gpu|auto")]
     device: Option<crate::device::DeviceArg>,
-}
-
-/// One line of the calibration log: the record, then its wall-clock time.
-#[derive(Serialize)]
-struct LogLine<'a> {
-    #[serde(flatten)]
-    record: &'a Record,
-    timing: LogTiming,
-}
-
-#[derive(Serialize)]
-struct LogTiming {
-    elapsed_s: f64,
 }
 
 pub fn search(args: SearchArgs) -> Result<(), Failure> {
@@ -93,12 +81,13 @@ pub fn search(args: SearchArgs) -> Result<(), Failure> {
     if let Some(s) = args.budget_seconds {
         ndvm_components::limits::check_seconds("--budget-seconds", s).map_err(Failure::Usage)?;
     }
-    let out = args.out.clone().or(spec.out.as_ref().map(PathBuf::from));
-    // Check the output folder before any work, so a long search cannot end with nowhere to go.
-    let mut log = match &out {
-        Some(dir) => Some(open_log(dir)?),
-        None => None,
-    };
+    let out = args
+        .out
+        .clone()
+        .or(spec.out.as_ref().map(PathBuf::from))
+        .unwrap_or_else(|| default_out(&args.scene));
+    // Open the log before any work, so a long search cannot end with nowhere to go.
+    let mut log = open_log(&out)?;
     let interrupted = interrupt_flag();
     let options = SearchOptions {
         threads: args.threads,
@@ -118,15 +107,10 @@ pub fn search(args: SearchArgs) -> Result<(), Failure> {
     let mut log_error = None;
     let report = search.run(|event| match event {
         Event::Calibrated(record, elapsed_s) => {
-            if let (Some(w), None) = (&mut log, &log_error) {
-                let line = LogLine {
-                    record,
-                    timing: LogTiming { elapsed_s },
-                };
-                let text = serde_json::to_string(&line).unwrap_or_default();
-                if let Err(e) = writeln!(w, "{text}") {
-                    log_error = Some(e.to_string());
-                }
+            if log_error.is_none()
+                && let Err(e) = log.write(record, elapsed_s)
+            {
+                log_error = Some(e.to_string());
             }
         }
         Event::Progress(p) => {
@@ -154,9 +138,7 @@ pub fn search(args: SearchArgs) -> Result<(), Failure> {
         Event::Warning(w) => bar.suspend(|| say!("warning: {w}")),
     });
     bar.finish_and_clear();
-    if let Some(w) = &mut log
-        && let Err(e) = w.flush()
-    {
+    if let Err(e) = log.flush() {
         log_error.get_or_insert(e.to_string());
     }
     let mut failed_write = false;
@@ -164,9 +146,7 @@ pub fn search(args: SearchArgs) -> Result<(), Failure> {
         say!("error: could not write the calibration log: {e}");
         failed_write = true;
     }
-    if let Some(dir) = &out {
-        failed_write |= write_outputs(dir, &report, &args.scene).is_err();
-    }
+    failed_write |= write_outputs(&out, &report, &args.scene).is_err();
     if args.json {
         crate::output::print(&report.to_json())?;
     } else {
@@ -175,13 +155,11 @@ pub fn search(args: SearchArgs) -> Result<(), Failure> {
             text += "\n";
             text += &report.table(args.top);
         }
-        if let Some(dir) = &out {
-            text += &format!(
-                "\nlog, results and frontier in {}/ (calibrations.jsonl, search.json, \
-                 frontier.csv, frontier.svg)\n",
-                dir.display()
-            );
-        }
+        text += &format!(
+            "\nlog, results and frontier in {}/ (calibrations.jsonl, programs.jsonl, \
+             search.json, frontier.csv, frontier.svg)\n",
+            out.display()
+        );
         crate::output::print(text.trim_end())?;
     }
     if interrupted.load(Ordering::Relaxed) {
@@ -195,17 +173,45 @@ pub fn search(args: SearchArgs) -> Result<(), Failure> {
     Ok(())
 }
 
-fn open_log(dir: &Path) -> Result<BufWriter<File>, Failure> {
-    std::fs::create_dir_all(dir).map_err(|e| {
-        Failure::Usage(format!(
-            "cannot create the output folder {}: {e}",
-            dir.display()
-        ))
-    })?;
-    let path = dir.join("calibrations.jsonl");
-    File::create(&path)
-        .map(BufWriter::new)
-        .map_err(|e| Failure::Usage(format!("cannot write {}: {e}", path.display())))
+/// The streamed log: `calibrations.jsonl`, and `programs.jsonl` with each program's source
+/// once, written before the first calibration that names it (`ndvm_systems::search::log`).
+struct Log {
+    calibrations: BufWriter<File>,
+    programs: BufWriter<File>,
+    /// Programs written so far (they are numbered in order of first appearance).
+    written: u64,
+}
+
+impl Log {
+    fn write(&mut self, record: &Record, elapsed_s: f64) -> std::io::Result<()> {
+        if record.program == self.written {
+            let line = serde_json::to_string(&record.program_line()).unwrap_or_default();
+            writeln!(self.programs, "{line}")?;
+            self.written += 1;
+        }
+        let line = serde_json::to_string(&record.log_line(elapsed_s)).unwrap_or_default();
+        writeln!(self.calibrations, "{line}")
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.programs.flush()?;
+        self.calibrations.flush()
+    }
+}
+
+fn open_log(dir: &Path) -> Result<Log, Failure> {
+    create_folder(dir)?;
+    let open = |name: &str| {
+        let path = dir.join(name);
+        File::create(&path)
+            .map(BufWriter::new)
+            .map_err(|e| Failure::Usage(format!("cannot write {}: {e}", path.display())))
+    };
+    Ok(Log {
+        calibrations: open("calibrations.jsonl")?,
+        programs: open("programs.jsonl")?,
+        written: 0,
+    })
 }
 
 fn write_outputs(dir: &Path, report: &SearchReport, scene: &Path) -> Result<(), ()> {

@@ -1,0 +1,25 @@
+//! What the CLI tests share: the `ndvm` binary, run in a scratch working folder, so the outputs
+//! `ndvm fit` and `ndvm search` write by default (`ndvm-out/`) never land in the source tree.
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+/// This test process's scratch folder (created on first use).
+pub fn scratch() -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("ndvm-cli-tests-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("scratch folder");
+    dir
+}
+
+/// `ndvm`, to be given its arguments, working in [`scratch`].
+pub fn command() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_ndvm"));
+    c.current_dir(scratch());
+    c
+}
+
+/// Runs `ndvm args` (standard input closed) and collects its output.
+pub fn ndvm(args: &[&str]) -> Output {
+    command().args(args).output().expect("ndvm runs")
+}
