@@ -1,7 +1,7 @@
 //! Random instruction streams built to verify — nested per-lane `IF`s, counted loops with
 //! `EXITIF`, label loops with a backward `JUMP`, locals — run over lanes that split: none may
 //! panic, and every one that runs must give, in each lane, the same bits (value and gradients)
-//! as that lane run alone (a batch equals its lanes, LANGUAGE.md §9.1).
+//! as that lane run alone (a batch equals its lanes, docs/language-reference.md §9.1).
 
 mod common;
 

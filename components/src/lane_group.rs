@@ -7,7 +7,7 @@
 //! another path, the numeric system moves exactly those lanes into a new group that walks them,
 //! so a group's lanes need not be consecutive. The cut depends only on lane counts and on the
 //! lanes' own numbers, never on the thread count, and a lane's numbers do not depend on its
-//! group (LANGUAGE.md §9.1), so results are the same however the groups are spread.
+//! group (docs/language-reference.md §9.1), so results are the same however the groups are spread.
 
 use bevy_ecs::prelude::*;
 

@@ -1,7 +1,7 @@
 //! # ndvm-components
 //!
 //! Plain data shared by the ndvm tools and systems: the ECS components of the two entity kinds
-//! (a [`Candidate`] and its [`LaneGroup`]s, ARCHITECTURE.md "ECS entities"), the scene file that
+//! (a [`Candidate`] and its [`LaneGroup`]s, docs/architecture.md "Fits: the ECS world"), the scene file that
 //! scripts a fit, data sets, optimizer settings and state, and the bindings file of `ndvm run`.
 
 pub mod bare_names;

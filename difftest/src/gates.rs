@@ -20,8 +20,8 @@
 //! - **G4** lanes: the program run as a batch of four lanes with different parameters gives,
 //!   in every lane, the same bits (value and gradients, f32 and f64) as that lane run alone —
 //!   every bit, except that any NaN equals any NaN (its sign and payload are not canonical).
-//!   If the lanes' structure diverges (LANGUAGE.md §9.5, a clean divergence error), the batch is
-//!   rerun with lanes close enough to take the same branches.
+//!   If the lanes' structure diverges (docs/language-reference.md §9.5, a clean divergence error),
+//!   the batch is rerun with lanes close enough to take the same branches.
 
 use crate::oracle::OracleResult;
 use ndvm_bytecode::{Executable, Form, Runner};
@@ -455,8 +455,8 @@ fn lanes_one<R: Real>(
 }
 
 /// Lane `b`'s value and gradients as bits, so signed zeros and infinities compare exactly. A
-/// NaN's sign and payload are not part of a lane's value (LANGUAGE.md "Lanes"): every NaN reads
-/// as the one canonical NaN.
+/// NaN's sign and payload are not part of a lane's value (docs/language-reference.md "Lanes"):
+/// every NaN reads as the one canonical NaN.
 fn lane_bits<R: Real>(e: &Evaluation<R>, b: usize) -> Vec<u64> {
     let bits = |x: f64| {
         if x.is_nan() {

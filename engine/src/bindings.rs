@@ -1,4 +1,4 @@
-//! Host inputs: the names a program reads that the host binds (LANGUAGE.md §3.2).
+//! Host inputs: the names a program reads that the host binds (docs/language-reference.md §3.2).
 //!
 //! An input is one value shared by every lane (a scalar or a matrix) or one value per lane (a
 //! number or a matrix).

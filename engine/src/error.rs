@@ -1,7 +1,8 @@
 //! Errors: every failure a program can cause is a value with a kind, a message and a span.
 //!
-//! LANGUAGE.md §10 fixes the kinds. Errors raised during the walk also carry the lanes that were
-//! active. Nothing a program does may panic; the walk turns every problem into an [`Error`].
+//! docs/language-reference.md §10 fixes the kinds. Errors raised during the walk also carry the
+//! lanes that were active. Nothing a program does may panic; the walk turns every problem into an
+//! [`Error`].
 
 use std::fmt;
 
@@ -32,7 +33,7 @@ impl Span {
     }
 }
 
-/// The error kinds of LANGUAGE.md §10.
+/// The error kinds of docs/language-reference.md §10.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ErrorKind {
     Syntax,

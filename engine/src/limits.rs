@@ -1,7 +1,7 @@
-//! Resource limits: every evaluation is bounded (ARCHITECTURE.md invariant 6).
+//! Resource limits: every evaluation is bounded (docs/architecture.md, invariant 6).
 //!
-//! Limits count the walk, not lanes (LANGUAGE.md §9.6). Exceeding one is a clean `limit` error
-//! that names the limit and its value.
+//! Limits count the walk, not lanes (docs/language-reference.md §9.6). Exceeding one is a clean
+//! `limit` error that names the limit and its value.
 
 /// Bounds on one evaluation. The defaults let real models run and stop runaway programs within
 /// about a second.

@@ -1,4 +1,4 @@
-//! The tape: numeric nodes only (ARCHITECTURE.md invariant 3), plus the guards the walk relied on.
+//! The tape: numeric nodes only (docs/architecture.md, invariant 3), plus the guards the walk relied on.
 //!
 //! A node is `(op, operand forms, lane set, output slot, input slots)`; constant operands are
 //! stored once in [`Tape::consts`]. The walk computes every lane value by running the node it

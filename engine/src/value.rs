@@ -1,4 +1,4 @@
-//! Runtime values: a small `Copy` record `{tag, aux, slot}` (ARCHITECTURE.md invariant 2).
+//! Runtime values: a small `Copy` record `{tag, aux, slot}` (docs/architecture.md, invariant 2).
 //!
 //! Only numbers and per-lane booleans own payload. A number is either a **constant** — the same
 //! in every lane, its bits stored inline in `aux:slot`, recording nothing — or a **lane value**
@@ -126,7 +126,7 @@ impl Value {
     }
 }
 
-/// A tensor's shape (LANGUAGE.md §1): a vector `[n]` or a row-major matrix `[m,n]`.
+/// A tensor's shape (docs/language-reference.md §1): a vector `[n]` or a row-major matrix `[m,n]`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Shape {
     Vector(u32),

@@ -6,8 +6,8 @@ mod common;
 use common::*;
 use ndvm_engine::prelude::*;
 
-/// Tolerances (value atol, rtol; gradient atol, rtol) of LANGUAGE.md §7: tighter for plain
-/// arithmetic, looser for LU-based results and for the 80-step Kalman rollout.
+/// Tolerances (value atol, rtol; gradient atol, rtol) of docs/language-reference.md §7: tighter for
+/// plain arithmetic, looser for LU-based results and for the 80-step Kalman rollout.
 fn tolerances(p: &serde_json::Value) -> (f64, f64, f64, f64) {
     let src = p["src"].as_str().unwrap_or("");
     if p["name"] == "kalman2d_T80" {

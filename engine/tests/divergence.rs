@@ -1,6 +1,7 @@
-//! Divergent lanes (LANGUAGE.md §9): programs whose lanes take different branches, leave loops
-//! at different iterations and recurse to different depths. At B = 8, 64 and 256 with varied
-//! bindings, every lane's result and gradients are byte-identical to the same lane run alone.
+//! Divergent lanes (docs/language-reference.md §9): programs whose lanes take different branches,
+//! leave loops at different iterations and recurse to different depths. At B = 8, 64 and 256 with
+//! varied bindings, every lane's result and gradients are byte-identical to the same lane run
+//! alone.
 
 mod common;
 use common::*;

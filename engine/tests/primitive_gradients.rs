@@ -1,5 +1,5 @@
 //! Every scalar primitive's VJP agrees with central finite differences on random in-domain
-//! inputs, in f32 and f64 (LANGUAGE.md §7 test tolerances).
+//! inputs, in f32 and f64 (docs/language-reference.md §7 test tolerances).
 
 use ndvm_engine::check::{close, finite_differences};
 use ndvm_engine::prelude::*;

@@ -196,7 +196,7 @@ fn an_index_read_as_structure_is_guarded() {
         Program::new("(* a (ref (vec a (* 2 a) (* 3 a)) k))", &["a", "k"]).expect("decodes");
     let bind = |k: f32| {
         let mut b = Bindings::<f32>::new();
-        // An index must be the same in every lane (LANGUAGE.md §6.5).
+        // An index must be the same in every lane (docs/language-reference.md §6.5).
         b.lanes("a", vec![1.0, 2.0]).scalar("k", k);
         b
     };

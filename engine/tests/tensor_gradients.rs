@@ -1,5 +1,6 @@
 //! Every vector/matrix primitive's VJP agrees with central finite differences on random
-//! well-conditioned inputs of sizes 1..8, in f32 and f64 (LANGUAGE.md §6.5–§6.7, §7 tolerances).
+//! well-conditioned inputs of sizes 1..8, in f32 and f64 (docs/language-reference.md §6.5–§6.7, §7
+//! tolerances).
 //!
 //! Each case builds its operands from scalar parameters (`(mat (vec a0_0 …) …)`), applies the
 //! primitive and weights the result elementwise by random constants before the backward pass

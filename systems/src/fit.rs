@@ -1,8 +1,9 @@
 //! The fit: a world of candidates and lane groups, and the schedule that steps it.
 //!
 //! [`Fit::new`] spawns one Candidate entity per member of a scene's population and builds the
-//! stage schedule: the seven systems, each in its own [`Stage`] set, the sets chained in
-//! ARCHITECTURE.md's order and run by bevy's single-threaded executor. Parallelism lives inside
+//! stage schedule: the eight stage systems (seven without the GPU feature), each in its own
+//! [`Stage`] set, the sets chained in schedule order (docs/architecture.md) and run by bevy's
+//! single-threaded executor. Parallelism lives inside
 //! the heavy systems (rayon over lane groups and candidates) on a pool of the requested size.
 //! One run of the schedule is one fit step for every active candidate; [`Fit::run`] steps until
 //! every candidate is finished, stopped or failed.

@@ -1,7 +1,7 @@
 //! The tree-walking evaluator: special forms, scopes, calls and `loop`/`recur`.
 //!
-//! Straight from LANGUAGE.md §3–§5, with no lanes and no tape: each value is one boxed
-//! [`Value`], each number a [`Dual`] carrying its derivatives forward.
+//! Straight from docs/language-reference.md §3–§5, with no lanes and no tape: each value is one
+//! boxed [`Value`], each number a [`Dual`] carrying its derivatives forward.
 
 use super::dual::Dual;
 use super::value::{Closure, Env, Value, lookup, scope};

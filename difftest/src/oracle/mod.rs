@@ -5,7 +5,7 @@
 //! reference-counted values, computes in f64, and differentiates by forward-mode dual numbers:
 //! every number carries its partial derivatives with respect to every parameter. There are no
 //! lanes, no tape, no arenas and no fast paths — whatever is slow here is slow on purpose, so
-//! that each rule reads like LANGUAGE.md. It is used only for testing.
+//! that each rule reads like docs/language-reference.md. It is used only for testing.
 //!
 //! Besides the value and gradient it reports the largest intermediate value (**peak**) and a
 //! **margin**: how far, to first order in

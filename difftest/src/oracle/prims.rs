@@ -1,5 +1,5 @@
-//! Numbers, comparisons, predicates, lists and the prelude procedures (LANGUAGE.md §6.1–§6.4,
-//! §6.8). Tensor primitives are in `tensor.rs`.
+//! Numbers, comparisons, predicates, lists and the prelude procedures (docs/language-reference.md
+//! §6.1–§6.4, §6.8). Tensor primitives are in `tensor.rs`.
 
 use super::dual::Dual;
 use super::eval::{Flow, Interp, Signal, err};
@@ -437,7 +437,7 @@ impl Interp {
     }
 }
 
-/// `eq?` (identity for cells) or `equal?` (structural), per LANGUAGE.md §6.4.
+/// `eq?` (identity for cells) or `equal?` (structural), per docs/language-reference.md §6.4.
 fn equal(a: &Value, b: &Value, structural: bool) -> bool {
     match (a, b) {
         (Value::Num(x), Value::Num(y)) => x.v == y.v,

@@ -1,6 +1,6 @@
-//! Vectors and matrices (LANGUAGE.md §6.5–§6.7) over dual numbers. Determinants and inverses
-//! come from the cofactor expansion — exponential in n, but obviously right, and the generator
-//! keeps n ≤ 4.
+//! Vectors and matrices (docs/language-reference.md §6.5–§6.7) over dual numbers. Determinants and
+//! inverses come from the cofactor expansion — exponential in n, but obviously right, and the
+//! generator keeps n ≤ 4.
 
 use super::dual::Dual;
 use super::eval::{Flow, Interp, Signal, err};

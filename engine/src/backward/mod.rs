@@ -1,8 +1,8 @@
-//! The backward pass: the tape replayed in reverse over lanes (ARCHITECTURE.md "Tape").
+//! The backward pass: the tape replayed in reverse over lanes (docs/architecture.md "From text to numbers").
 //!
-//! The result's adjoint is seeded with 1 in every lane (LANGUAGE.md §8.2); each node then sends
-//! its output adjoint to its operands through the op's VJP, touching only the lanes that were
-//! active when it was recorded. Lanes never mix: lane `b` of a gradient is ∂result_b/∂input_b.
+//! The result's adjoint is seeded with 1 in every lane (docs/language-reference.md §8.2); each node
+//! then sends its output adjoint to its operands through the op's VJP, touching only the lanes that
+//! were active when it was recorded. Lanes never mix: lane `b` of a gradient is ∂result_b/∂input_b.
 //! Every node runs the monomorphized lane kernels of [`crate::prims::kernels`] over its lanes: all
 //! of them, or each run of consecutive lanes of its subset. An elementwise node over a tensor's
 //! `len` elements runs one kernel over `len × B` numbers; linear-algebra nodes run their VJPs from

@@ -1,4 +1,5 @@
-//! Numeric comparisons (LANGUAGE.md §6.2): IEEE relations, false whenever NaN is involved.
+//! Numeric comparisons (docs/language-reference.md §6.2): IEEE relations, false whenever NaN is
+//! involved.
 
 use crate::real::Real;
 

@@ -1,5 +1,6 @@
-//! Pair and list helpers over the heap (LANGUAGE.md §6.4, §6.8). They record nothing: list
-//! operations move values, and gradients follow the values to exactly the elements used.
+//! Pair and list helpers over the heap (docs/language-reference.md §6.4, §6.8). They record
+//! nothing: list operations move values, and gradients follow the values to exactly the elements
+//! used.
 
 use super::Prim;
 use crate::heap::Heap;

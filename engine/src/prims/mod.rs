@@ -1,4 +1,4 @@
-//! Primitives: the procedures of the base environment (LANGUAGE.md §6).
+//! Primitives: the procedures of the base environment (docs/language-reference.md §6).
 //!
 //! Every primitive has an id ([`Prim`]), a name and an arity; the decoder resolves names to ids
 //! once. Numeric primitives are defined in [`scalar`] as a forward formula and a vector-Jacobian
@@ -105,7 +105,8 @@ impl Prim {
     }
 }
 
-/// Names that are not in the language (LANGUAGE.md §5.4) with why, for the unbound-name message.
+/// Names that are not in the language (docs/language-reference.md §5.4) with why, for the
+/// unbound-name message.
 pub fn unsupported(name: &str) -> Option<&'static str> {
     const MUTATION: &[&str] = &["set!", "set-car!", "set-cdr!", "vector-set!"];
     const FORMS: &[&str] = &[

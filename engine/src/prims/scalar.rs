@@ -1,5 +1,5 @@
-//! Scalar numeric primitives: forward formulas, VJPs and their lane kernels (LANGUAGE.md §6.1,
-//! §6.3, §6.8, §8.3).
+//! Scalar numeric primitives: forward formulas, VJPs and their lane kernels
+//! (docs/language-reference.md §6.1, §6.3, §6.8, §8.3).
 //!
 //! Each op is defined once, as a scalar formula ([`Op::eval1`], [`Op::eval2`]) and a scalar VJP
 //! ([`Op::vjp1`], [`Op::vjp2`]). Constants fold through the scalar formula; lane values go through
@@ -35,7 +35,8 @@ pub enum Op {
     Copy,
     // binary
     Add,
-    /// `(0 + a) + b`: the first step of a variadic `+`, which folds from 0 (LANGUAGE.md §6.1).
+    /// `(0 + a) + b`: the first step of a variadic `+`, which folds from 0
+    /// (docs/language-reference.md §6.1).
     Add0,
     Sub,
     Mul,
@@ -52,8 +53,8 @@ pub enum Op {
     /// The per-lane merge of a split branch: the then-lanes take `a`, the else-lanes `b`. Its
     /// lane sets live on the tape node; the walk and the backward pass handle it directly.
     Select,
-    // Linear algebra over whole tensors (LANGUAGE.md §6.5–§6.6): not elementwise, so the lane
-    // kernels skip them; [`crate::prims::linalg`] runs them and their VJPs.
+    // Linear algebra over whole tensors (docs/language-reference.md §6.5–§6.6): not elementwise, so
+    // the lane kernels skip them; [`crate::prims::linalg`] runs them and their VJPs.
     Dot,
     Cross,
     Norm,

@@ -1,5 +1,5 @@
-//! Replay: walk once, then recompute the tape's numbers for new inputs (ARCHITECTURE.md "Tape,
-//! guards and replay").
+//! Replay: walk once, then recompute the tape's numbers for new inputs (docs/architecture.md
+//! "From text to numbers").
 //!
 //! A recorded walk leaves everything the numbers need in the evaluator: the tape (every numeric
 //! node in the order the walk ran it, with its operand forms and lane set), the lane sets of its
@@ -14,7 +14,8 @@
 //! `list-ref`, sizes) with the index it gave. The replay re-checks each guard as soon as the
 //! nodes before it have run. A lane whose guard fails is reported (its values are not a walk's
 //! and must be walked again); every other lane is exact, because lanes never mix
-//! (LANGUAGE.md §9.1). Nothing here is compiled: one fixed loop interprets the tape as data.
+//! (docs/language-reference.md §9.1). Nothing here is compiled: one fixed loop interprets the tape
+//! as data.
 //!
 //! Structure that came from the inputs themselves — a constant input folded into the walk, an
 //! input's kind or matrix shape, the lane count — is checked before anything runs; any change

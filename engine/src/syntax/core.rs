@@ -1,8 +1,8 @@
 //! Core forms: what the expander produces and the decoder consumes.
 //!
-//! The eight core forms of LANGUAGE.md §4 (plus literals, variables and calls), stored in one
-//! flat arena. Children lists live in side arrays so the arena never nests and never needs a
-//! recursive drop.
+//! The eight core forms of docs/language-reference.md §4 (plus literals, variables and calls),
+//! stored in one flat arena. Children lists live in side arrays so the arena never nests and never
+//! needs a recursive drop.
 
 use super::reader::{Data, DatumId, Literal};
 use super::symbols::Sym;

@@ -1,4 +1,4 @@
-//! The expander: derived forms to core forms (LANGUAGE.md §4–§5).
+//! The expander: derived forms to core forms (docs/language-reference.md §4–§5).
 //!
 //! `let*`, `cond`, `when`, `unless`, `and`, `or` and `loop`/`recur` are rewritten exactly as §5.1
 //! and §5.2 state; bodies with leading definitions become `letrec*`. Names the expander introduces
@@ -11,7 +11,7 @@ use super::reader::{Data, DatumId, DatumKind};
 use super::symbols::Sym;
 use crate::error::{Error, ErrorKind, Result, Span};
 
-/// The 18 keywords of LANGUAGE.md §4.
+/// The 18 keywords of docs/language-reference.md §4.
 pub const KEYWORDS: [&str; 18] = [
     "quote", "if", "define", "lambda", "begin", "let", "let*", "letrec", "letrec*", "cond", "else",
     "=>", "and", "or", "when", "unless", "loop", "recur",

@@ -1,4 +1,4 @@
-//! The reader: source text to data with spans (LANGUAGE.md §2).
+//! The reader: source text to data with spans (docs/language-reference.md §2).
 //!
 //! It is iterative (an explicit stack, no host recursion) and writes every datum into one flat
 //! arena, so arbitrarily nested input can neither overflow the host stack nor be slow to drop.
@@ -298,7 +298,7 @@ fn atom(tok: &str, span: Span, symbols: &mut Symbols) -> Result<DatumKind> {
     Ok(DatumKind::Sym(symbols.intern(tok)))
 }
 
-/// Parses a token that matches the number grammar of LANGUAGE.md §2.3 in full.
+/// Parses a token that matches the number grammar of docs/language-reference.md §2.3 in full.
 pub fn parse_number(tok: &str) -> Option<Literal> {
     let (neg, body) = match tok.as_bytes().first()? {
         b'+' => (false, &tok[1..]),

@@ -1,5 +1,5 @@
-//! `eq?`/`eqv?` and `equal?` (LANGUAGE.md §6.4): per lane where numbers or booleans are compared,
-//! identity for every other value, structural for pairs.
+//! `eq?`/`eqv?` and `equal?` (docs/language-reference.md §6.4): per lane where numbers or booleans
+//! are compared, identity for every other value, structural for pairs.
 
 use super::Vm;
 use crate::error::Result;

@@ -1,4 +1,5 @@
-//! Divergent lanes: tests decided per lane, split branches and per-lane merges (LANGUAGE.md §9).
+//! Divergent lanes: tests decided per lane, split branches and per-lane merges
+//! (docs/language-reference.md §9).
 //!
 //! A test is classified over the active lanes. When every active lane agrees, the branch is an
 //! ordinary tail step. When they disagree, the walk runs `then` with only the then-lanes active,
@@ -172,7 +173,7 @@ impl<R: Real> Vm<R> {
         ))
     }
 
-    /// The per-lane merge of a split branch's two results (LANGUAGE.md §9.4).
+    /// The per-lane merge of a split branch's two results (docs/language-reference.md §9.4).
     pub(super) fn merge_values(
         &mut self,
         program: &Program,

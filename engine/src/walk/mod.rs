@@ -1,4 +1,4 @@
-//! The walk: one fixed evaluator for every program (ARCHITECTURE.md "Walk").
+//! The walk: one fixed evaluator for every program (docs/architecture.md "From text to numbers").
 //!
 //! [`Vm`] interprets a decoded [`Program`] over all lanes at once. It is a continuation machine:
 //! evaluating a form either produces a value at once or pushes a [`kont::Kont`] and descends, so

@@ -1,5 +1,5 @@
 //! The prelude procedures that call back into the program: `map`, `filter`, `fold-left`,
-//! `fold-right` and `reduce` (LANGUAGE.md §6.8).
+//! `fold-right` and `reduce` (docs/language-reference.md §6.8).
 //!
 //! Each keeps its state in a [`Native`] record and makes ordinary non-tail calls through the
 //! walk, so its calls count toward every limit, its tests are decided over the active lanes, and

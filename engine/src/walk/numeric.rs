@@ -42,7 +42,7 @@ impl<R: Real> Vm<R> {
         Ok(())
     }
 
-    /// Variadic `+ - * /`, folding left pairwise (LANGUAGE.md §6.1); tensors combine
+    /// Variadic `+ - * /`, folding left pairwise (docs/language-reference.md §6.1); tensors combine
     /// elementwise with broadcasting (§6.7).
     pub(super) fn arithmetic(
         &mut self,
@@ -384,7 +384,7 @@ impl<R: Real> Vm<R> {
     }
 
     /// A number read as structure (an index): the same in every active lane, finite, ≥ 0,
-    /// truncated toward zero (LANGUAGE.md §6.5).
+    /// truncated toward zero (docs/language-reference.md §6.5).
     pub(super) fn structural_index(
         &mut self,
         program: &Program,

@@ -1,5 +1,5 @@
 //! Tensors in the walk: construction, shape checks, elementwise ops with broadcasting, and the
-//! linear-algebra primitives (LANGUAGE.md §6.5–§6.7).
+//! linear-algebra primitives (docs/language-reference.md §6.5–§6.7).
 //!
 //! A tensor value is `{VECTOR, len, base}` or `{MATRIX, shape index, base}`; its elements are
 //! consecutive payload slots, so an elementwise op over a tensor is one tape node over `len`
@@ -188,7 +188,7 @@ impl<R: Real> Vm<R> {
         Ok(self.tensor(shape, out))
     }
 
-    /// A binary elementwise op with broadcasting (LANGUAGE.md §6.7).
+    /// A binary elementwise op with broadcasting (docs/language-reference.md §6.7).
     pub(super) fn binary(
         &mut self,
         program: &Program,

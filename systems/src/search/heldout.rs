@@ -3,8 +3,8 @@
 //! A search calibrates every candidate on the training points only — the held-out points would
 //! ride every optimizer step for nothing — and evaluates the held-out points once, at each
 //! draw's final constants, in one forward walk with the draws as lanes. A lane's numbers do not
-//! depend on the batch it rides in (LANGUAGE.md §9.1), so this is bit for bit the R² a fit
-//! that carried the held-out lanes along would report.
+//! depend on the batch it rides in (docs/language-reference.md §9.1), so this is bit for bit the R²
+//! a fit that carried the held-out lanes along would report.
 
 use crate::loss::{self, LaneAxes};
 use crate::stages::walk::bind;

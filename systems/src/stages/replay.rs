@@ -10,10 +10,10 @@
 //! A guard that fails names the lanes that would now take another path. Those lanes — exactly
 //! those — leave the group: they become a new group that the walk stage walks this step (and
 //! that replays its own tape from then on); the group keeps replaying its tape for the lanes
-//! that still agree. A lane's numbers do not depend on which group it is in (LANGUAGE.md §9.1),
-//! so splitting changes no result. When every lane of a group fails, when the tape is stale (an
-//! input's structure changed) or when a group has lost more than half of the lanes its tape was
-//! walked for, the group walks again as a whole.
+//! that still agree. A lane's numbers do not depend on which group it is in
+//! (docs/language-reference.md §9.1), so splitting changes no result. When every lane of a group
+//! fails, when the tape is stale (an input's structure changed) or when a group has lost more than
+//! half of the lanes its tape was walked for, the group walks again as a whole.
 //!
 //! A replayed group's backward pass follows its replay in the same parallel task (its values
 //! are still in cache); the backward stage differentiates the groups walked this step. (A

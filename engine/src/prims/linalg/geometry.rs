@@ -1,7 +1,8 @@
 //! Vector geometry: `cross`, `norm`, `normalize`.
 //!
 //! `norm` does not clamp (its VJP is 0 at the zero vector); `normalize` divides by
-//! m = max(‖a‖, 1e-8) and keeps ‖a‖ in an extra slot for its VJP (LANGUAGE.md §6.5, §8.3).
+//! m = max(‖a‖, 1e-8) and keeps ‖a‖ in an extra slot for its VJP (docs/language-reference.md §6.5,
+//! §8.3).
 
 use super::{Lanes, LinNode, add_mul, set_mul};
 use crate::prims::scalar::Op;

@@ -1,5 +1,5 @@
 //! Linear-algebra kernels: forward values and VJPs of the tensor primitives that are not
-//! elementwise (LANGUAGE.md §6.5–§6.6).
+//! elementwise (docs/language-reference.md §6.5–§6.6).
 //!
 //! A tensor's elements sit in consecutive payload slots, element-major and lane-minor: element
 //! `e` of lane `l` of the tensor at slot `t` is at `(t + e) * B + l`. Every kernel therefore works

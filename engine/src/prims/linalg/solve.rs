@@ -1,4 +1,4 @@
-//! Determinants and inverses: `det`, `logdet`, `inv` (LANGUAGE.md §6.6).
+//! Determinants and inverses: `det`, `logdet`, `inv` (docs/language-reference.md §6.6).
 //!
 //! For n ≤ 3, `det` is the cofactor expansion along the first row, `logdet` is ln |det| and `inv`
 //! the adjugate over the determinant. For n ≥ 4, `det` and `logdet` come from an LU factorization
