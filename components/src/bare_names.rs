@@ -60,8 +60,8 @@ pub fn from_str<T: DeserializeOwned>(text: &str) -> Result<T, ron::error::Spanne
     }
 }
 
-/// If the text before `(line, col)` (skipping whitespace) ends with one of [`NAMES`] as a whole
-/// word, the byte offset just after it and its (line, column).
+/// If the text before `(line, col)` (skipping whitespace and comments, as RON does) ends with
+/// one of [`NAMES`] as a whole word, the byte offset just after it and its (line, column).
 fn bare_name_before(text: &str, (line, col): (usize, usize)) -> Option<(usize, usize, usize)> {
     let line_start = text
         .split_inclusive('\n')
@@ -74,7 +74,7 @@ fn bare_name_before(text: &str, (line, col): (usize, usize)) -> Option<(usize, u
             .char_indices()
             .nth(col.saturating_sub(1))
             .map_or(this_line.len(), |(i, _)| i);
-    let before = text[..at].trim_end();
+    let before = skip_back(&text[..at]);
     let name = NAMES.iter().find(|n| before.ends_with(**n))?;
     let start = before.len() - name.len();
     let boundary = text[..start]
@@ -92,6 +92,28 @@ fn bare_name_before(text: &str, (line, col): (usize, usize)) -> Option<(usize, u
         .map_or(0, |l| l.chars().count())
         + 1;
     Some((end, end_line, end_col))
+}
+
+/// `text` without its trailing whitespace, `/* … */` and `// …` comments.
+fn skip_back(mut text: &str) -> &str {
+    loop {
+        let trimmed = text.trim_end();
+        if let Some(open) = trimmed.strip_suffix("*/").and_then(|t| t.rfind("/*")) {
+            text = &trimmed[..open];
+            continue;
+        }
+        // A line comment: `//` on the last line, outside a string literal.
+        let line_start = trimmed.rfind('\n').map_or(0, |i| i + 1);
+        let last = &trimmed[line_start..];
+        let comment = last
+            .match_indices("//")
+            .map(|(i, _)| i)
+            .find(|&i| last[..i].matches('"').count() % 2 == 0);
+        match comment {
+            Some(i) => text = &trimmed[..line_start + i],
+            None => return trimmed,
+        }
+    }
 }
 
 #[cfg(test)]
@@ -129,5 +151,17 @@ mod tests {
         assert!(e.message.contains("MyAdam"), "{e}");
         let e = scene("Adam(lr: 0.1").expect_err("unclosed");
         assert!(!e.message.is_empty());
+    }
+
+    #[test]
+    fn a_bare_name_may_be_followed_by_comments() {
+        for written in [
+            "Lbfgs // quasi-Newton\n",
+            "Lbfgs /* quasi-Newton */",
+            "Lbfgs /* a */ // b\n",
+        ] {
+            let s = scene(written).unwrap_or_else(|e| panic!("{written}: {e}"));
+            assert_eq!(s.optimizer.map(|o| o.name()), Some("Lbfgs"), "{written}");
+        }
     }
 }

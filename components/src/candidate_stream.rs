@@ -144,10 +144,11 @@ pub fn parse(
     }
     if reading.skipped > 0 {
         reading.warnings.push(format!(
-            "{shown}: {} malformed line{} skipped, {} candidates read",
+            "{shown}: {} malformed line{} skipped, {} candidate{} read",
             reading.skipped,
             if reading.skipped == 1 { "" } else { "s" },
-            reading.accepted
+            reading.accepted,
+            if reading.accepted == 1 { "" } else { "s" }
         ));
     }
     Ok(reading)
@@ -195,7 +196,7 @@ mod tests {
         assert_eq!(r.warnings.len(), NAMED_WARNINGS + 1);
         assert_eq!(
             r.warnings[NAMED_WARNINGS],
-            "s: 25 malformed lines skipped, 1 candidates read"
+            "s: 25 malformed lines skipped, 1 candidate read"
         );
     }
 

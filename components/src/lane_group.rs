@@ -4,7 +4,7 @@
 //! The schedule system cuts a candidate's lanes (restarts × data points, restart-major) into
 //! groups of at most a fixed number of consecutive lanes, so a wide candidate spreads over cores
 //! while each group's work stays sequential. When a replay finds that some lanes would now take
-//! another path, the numeric system moves exactly those lanes into a new group that walks them,
+//! another path, the replay system moves exactly those lanes into a new group that walks them,
 //! so a group's lanes need not be consecutive. The cut depends only on lane counts and on the
 //! lanes' own numbers, never on the thread count, and a lane's numbers do not depend on its
 //! group (docs/language-reference.md §9.1), so results are the same however the groups are spread.

@@ -252,7 +252,7 @@ impl FiniteDifferences {
         {
             Output::Numbers(v) => v[0].abs(),
             Output::Vector(d) | Output::Matrix { data: d, .. } => {
-                d.iter().map(|e| e[0].abs()).sum()
+                d.iter().flatten().map(|e| e.abs()).sum()
             }
             other => panic!("a number, vector or matrix, got {other:?}"),
         };

@@ -119,7 +119,8 @@ pub fn shader_source() -> String {
 impl Gpu {
     /// The best adapter's device with the interpreter compiled, or why there is none.
     pub fn new() -> Result<Gpu, GpuError> {
-        quiet_loader(|| pollster::block_on(Self::open()))
+        let adapter = quiet_loader(|| pollster::block_on(Self::adapter()))?;
+        pollster::block_on(Self::open(adapter))
     }
 
     /// The process's device, opened once (opening compiles the interpreter) and shared by
@@ -129,12 +130,13 @@ impl Gpu {
         GPU.get_or_init(|| Gpu::new().map(Arc::new)).clone()
     }
 
-    async fn open() -> Result<Gpu, GpuError> {
+    /// The best adapter: a discrete GPU first.
+    async fn adapter() -> Result<wgpu::Adapter, GpuError> {
         let instance = wgpu::Instance::new(wgpu::InstanceDescriptor {
             backends: wgpu::Backends::PRIMARY,
             ..wgpu::InstanceDescriptor::new_without_display_handle()
         });
-        let adapter = instance
+        instance
             .request_adapter(&wgpu::RequestAdapterOptions {
                 power_preference: wgpu::PowerPreference::HighPerformance,
                 force_fallback_adapter: false,
@@ -142,7 +144,10 @@ impl Gpu {
                 ..Default::default()
             })
             .await
-            .map_err(|_| GpuError::NoAdapter)?;
+            .map_err(|_| GpuError::NoAdapter)
+    }
+
+    async fn open(adapter: wgpu::Adapter) -> Result<Gpu, GpuError> {
         let info = adapter.get_info();
         let have = adapter.limits();
         let limits = wgpu::Limits {
@@ -235,24 +240,32 @@ impl Gpu {
 /// `XDG_RUNTIME_DIR` — twice per process.
 const LOADER_NOISE: [&str; 1] = ["XDG_RUNTIME_DIR is invalid or not set"];
 
-/// Runs `open` with standard error captured, then passes on every line but [`LOADER_NOISE`].
-/// (The C libraries write to file descriptor 2 directly, so only a redirect of the descriptor
-/// catches them. If standard error cannot be redirected — another redirect is active — `open`
-/// runs as is.)
-fn quiet_loader<T>(open: impl FnOnce() -> T) -> T {
-    let Ok(mut captured) = gag::BufferRedirect::stderr() else {
-        return open();
-    };
-    let out = open();
-    let mut text = String::new();
-    let _ = captured.read_to_string(&mut text);
-    drop(captured);
-    let kept: String = text
-        .split_inclusive('\n')
-        .filter(|l| !LOADER_NOISE.iter().any(|n| l.contains(n)))
-        .collect();
-    if !kept.is_empty() {
-        let _ = std::io::stderr().write_all(kept.as_bytes());
+/// Runs `find` (creating the instance and choosing the adapter: where the noise is printed) with
+/// standard error captured, then passes on every line but [`LOADER_NOISE`] — also when `find`
+/// panics. The C libraries write to file descriptor 2 directly, so only a redirect of the
+/// descriptor catches them; if it cannot be redirected (another redirect is active), `find`
+/// runs as is.
+fn quiet_loader<T>(find: impl FnOnce() -> T) -> T {
+    /// Passes the captured text on when dropped.
+    struct Forward(Option<gag::BufferRedirect>);
+    impl Drop for Forward {
+        fn drop(&mut self) {
+            let Some(mut captured) = self.0.take() else {
+                return;
+            };
+            let mut bytes = Vec::new();
+            let _ = captured.read_to_end(&mut bytes);
+            drop(captured);
+            let text = String::from_utf8_lossy(&bytes);
+            let kept: String = text
+                .split_inclusive('\n')
+                .filter(|l| !LOADER_NOISE.iter().any(|n| l.contains(n)))
+                .collect();
+            if !kept.is_empty() {
+                let _ = std::io::stderr().write_all(kept.as_bytes());
+            }
+        }
     }
-    out
+    let _forward = Forward(gag::BufferRedirect::stderr().ok());
+    find()
 }

@@ -1,8 +1,10 @@
 //! Which device a fit's replays ran on, as the results JSON, the table footer and the search
 //! summary name it.
 //!
-//! `kind` is `cpu` unless a GPU was opened for the fit (`device: Gpu`, or `Auto` finding a
-//! hardware GPU and a population wide enough). A software adapter (Mesa's lavapipe: a CPU
+//! `kind` is `gpu` when replays ran on a GPU ([`DeviceUsed::ran`]): a device opened for the fit
+//! (`device: Gpu`, or `Auto` finding a hardware GPU and a population wide enough) that no group
+//! ended up on — the cost model kept them all on the CPU, or a custom primitive did — leaves
+//! `cpu`. A software adapter (Mesa's lavapipe: a CPU
 //! emulating a GPU) is named as such, and a device that failed mid-fit says why (the fit went on
 //! on the CPU).
 
@@ -64,6 +66,15 @@ impl DeviceUsed {
         out
     }
 
+    /// What ran: this device if it did `runs` group runs (or failed trying), else the CPU.
+    pub fn ran(&self, runs: u64) -> DeviceUsed {
+        if self.kind == "gpu" && runs == 0 && self.lost.is_none() {
+            DeviceUsed::cpu()
+        } else {
+            self.clone()
+        }
+    }
+
     /// The warning a fit that asked for the GPU gets when the only adapter is a software one.
     pub fn software_warning(&self) -> Option<String> {
         let adapter = self.adapter.as_deref().filter(|_| self.software)?;
@@ -99,6 +110,12 @@ mod tests {
                 .ends_with("lost mid-fit (device lost): the rest ran on the CPU")
         );
         let h100 = DeviceUsed::gpu("NVIDIA H100 (Vulkan)".into(), false);
+        assert_eq!(
+            h100.ran(0),
+            DeviceUsed::cpu(),
+            "opened, but nothing ran there"
+        );
+        assert_eq!(h100.ran(3), h100);
         assert_eq!(h100.software_warning(), None);
         assert_eq!(
             serde_json::to_string(&h100).expect("json"),

@@ -331,6 +331,8 @@ impl Fit {
                     .iter()
                     .position(|&w| report.candidates[w].index == c.index)?;
                 let result = &report.candidates[wanted[i]];
+                let finished = matches!(result.status, "done" | "converged" | "stopped");
+                finished.then_some(())?;
                 Some((c.index, report::curve::of(result, spec, &compiled.0)?))
             })
             .collect()
@@ -380,7 +382,7 @@ fn progress(world: &mut World, total: usize) -> Progress {
     }
 }
 
-/// The seven stages, one system per set, sets chained, on the single-threaded executor, with
+/// The stages, one system per set (the GPU stage is added by [`Fit::with_members`]), sets chained, on the single-threaded executor, with
 /// lane groups evaluated in precision `R`.
 pub fn stage_schedule<R: Real>() -> Schedule {
     let mut schedule = Schedule::default();

@@ -230,7 +230,7 @@ impl Profile {
             ecs_share: share(self.overhead()),
             counters: self.counters,
             device: self.device,
-            used: self.used.clone(),
+            used: self.used.ran(self.device.runs),
         }
     }
 }

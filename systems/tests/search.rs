@@ -299,6 +299,36 @@ fn the_scalar_task_succeeds_early_and_the_stream_cycles() {
     assert_eq!(top[0].held_out_r2, Some(best));
 }
 
+/// Each draw's status is its own: eight Levenberg–Marquardt draws of one candidate, eight steps
+/// each, some reaching the minimum and some still moving at the step limit.
+#[test]
+fn each_draw_converges_or_stops_on_its_own() {
+    let scene = Scene::from_ron(
+        r#"Scene(
+            candidates: [],
+            parameters: Parameters(init: {"a": 1.0, "b": 1.0}),
+            data: Some(Synthetic(program: "(/ (* 2.3 S) (+ 0.7 S))",
+                inputs: {"S": Linspace(0.05, 5.0, 40)}, noise_sd: 0.03, seed: 2,
+                split: Split(train: 0.75, seed: 3))),
+            loss: Mse,
+            search: Some(Search(
+                proposers: [Evolve(seeds: ["(/ (* a S) (+ b S))"])],
+                calibration: Calibration(steps: 8, optimizer: LevenbergMarquardt, draws: 8,
+                    draw: Normal(sd: 0.5)),
+                success: HeldOutR2(0.9),
+            )),
+        )"#,
+    )
+    .expect("scene");
+    let (log, _, _) = run(&scene, Path::new("."), budget(8, 1));
+    let statuses: Vec<&str> = log.iter().map(|r| r.status).collect();
+    assert!(log.iter().all(|r| r.candidate == 0), "{statuses:?}");
+    assert!(
+        statuses.contains(&"converged") && statuses.contains(&"done"),
+        "{statuses:?}"
+    );
+}
+
 #[test]
 fn an_evolve_seed_that_does_not_parse_says_why() {
     let scene = scalar_scene(r#"Evolve(seeds: ["(* a (exp x)"])"#, "");

@@ -12,7 +12,7 @@
 //! let kalman = ndvm_testdata::conformance_program("kalman2d_T80");
 //! let obs = ndvm_testdata::conformance_matrix(&kalman).expect("kalman binds obs");
 //! assert_eq!((obs.rows, obs.cols), (80, 2));
-//! assert!(programs.len() >= 33);
+//! assert!(programs.len() >= 34);
 //! ```
 
 use serde_json::Value;
@@ -82,8 +82,8 @@ pub fn conformance_programs() -> Vec<Value> {
         .as_array()
         .expect("oracle_refs.json: `programs`");
     assert!(
-        programs.len() >= 33,
-        "expected the 33 conformance programs, found {}",
+        programs.len() >= 34,
+        "expected the 34 conformance programs, found {}",
         programs.len()
     );
     programs.clone()

@@ -173,12 +173,15 @@ fn an_unusable_output_folder_is_refused_before_any_work() {
 /// `ndvm-out/<scene>/` in the working folder.
 #[test]
 fn outputs_default_to_ndvm_out() {
-    let out = ndvm(&[
+    // Its own working folder: other tests search the same scene at the same time.
+    let here = common::scratch().join("default-out");
+    let args = [
         "search",
         &scene("search_scalar.scene.ron"),
         "--calibrations",
         "40",
-    ]);
+    ];
+    let out = common::ndvm_in(&here, &args);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success(),
@@ -189,7 +192,7 @@ fn outputs_default_to_ndvm_out() {
         stdout.contains("log, results and frontier in ndvm-out/search_scalar/"),
         "{stdout}"
     );
-    let dir = common::scratch().join("ndvm-out/search_scalar");
+    let dir = here.join("ndvm-out/search_scalar");
     let (log, results) = outputs(&dir);
     assert_eq!(log.len(), 40);
     assert_eq!(results["summary"]["calibrations"], 40);

@@ -170,20 +170,17 @@ impl Decoder<'_> {
         let limit = (name.chars().count() / 3).max(1);
         let known: Vec<&str> = known.filter(|k| *k != name).collect();
         let lower = name.to_lowercase();
-        let closest = match ALIASES.iter().find(|(alias, _)| *alias == name) {
-            Some((_, advice)) => format!("; {advice}"),
-            None => known
+        let same_but_case = known.iter().find(|k| k.to_lowercase() == lower);
+        let alias = ALIASES.iter().find(|(alias, _)| *alias == name);
+        let closest = match (same_but_case, alias) {
+            (Some(k), _) => format!("; did you mean `{k}`?"),
+            (None, Some((_, advice))) => format!("; {advice}"),
+            (None, None) => known
                 .iter()
-                .find(|k| k.to_lowercase() == lower)
-                .or_else(|| {
-                    known
-                        .iter()
-                        .map(|k| (strsim::damerau_levenshtein(name, k), k))
-                        .filter(|(d, _)| *d <= limit)
-                        .min_by_key(|(d, _)| *d)
-                        .map(|(_, k)| k)
-                })
-                .map(|k| format!("; did you mean `{k}`?"))
+                .map(|k| (strsim::damerau_levenshtein(name, k), k))
+                .filter(|(d, _)| *d <= limit)
+                .min_by_key(|(d, _)| *d)
+                .map(|(_, k)| format!("; did you mean `{k}`?"))
                 .unwrap_or_default(),
         };
         let inputs = if self.input_names.is_empty() {
@@ -423,6 +420,15 @@ mod tests {
             "unbound variable `sqr`; a square is `square` (`sqrt` is the square root) (inputs: x)"
         );
         assert!(message("(log10 x)", &["x"]).contains("(/ (log x) (log 10))"));
+        // A real name differing in case beats another language's meaning of the word.
+        assert_eq!(
+            message("(* e x)", &["E", "x"]),
+            "unbound variable `e`; did you mean `E`? (inputs: E, x)"
+        );
+        assert_eq!(
+            message("(* e x)", &["x"]),
+            "unbound variable `e`; write `(exp 1)` (inputs: x)"
+        );
     }
 
     #[test]

@@ -5,8 +5,10 @@
 //! grid as lanes) at [`POINTS`] evenly spaced values of the data's input, at the best restart's
 //! constants, with gradients. The band is the delta method's: for the gradient `g` of the
 //! prediction with respect to the constants and their covariance `Σ` (rebuilt from the
-//! reported standard errors and correlations), the half-width is `1.96·√(gᵀΣg)` — a 95%
-//! interval for the curve itself (not for new observations), in the normal approximation.
+//! reported standard errors and correlations), the half-width is `q·√(gᵀΣg)` — a 95% interval
+//! for the curve itself (not for new observations). `q` is Student's t quantile at the fit's
+//! `n − k` degrees of freedom for least squares, whose `σ²` is estimated from the residuals
+//! (2.31 at 8, tending to 1.96), and the normal 1.96 for a likelihood's inverse Hessian.
 //!
 //! Only data with one input column has a curve (with several, the prediction is not a function
 //! of the x axis alone).
@@ -21,7 +23,15 @@ use std::sync::Arc;
 pub const POINTS: usize = 200;
 
 /// The two-sided 95% quantile of the standard normal.
-const Z95: f64 = 1.959_963_984_540_054;
+pub const Z95: f64 = 1.959_963_984_540_054;
+
+/// The two-sided 95% quantile of Student's t at `dof` degrees of freedom (the normal's without).
+pub fn quantile95(dof: Option<usize>) -> f64 {
+    use statrs::distribution::{ContinuousCDF, StudentsT};
+    dof.filter(|&d| d > 0)
+        .and_then(|d| StudentsT::new(0.0, 1.0, d as f64).ok())
+        .map_or(Z95, |t| t.inverse_cdf(0.975))
+}
 
 /// A fitted curve: `y[i]` at `x[i]`, and the band's half-width at each point where the
 /// constants have standard errors.
@@ -76,6 +86,7 @@ pub fn of(result: &CandidateResult, spec: &FitSpec, program: &Executable) -> Opt
             .map(|p| u.std_errors.get(p).copied())
             .collect::<Option<_>>()?;
         let k = se.len();
+        let q = quantile95(u.dof);
         let half = (0..POINTS).map(|g| {
             let mut var = 0.0;
             for i in 0..k {
@@ -84,7 +95,7 @@ pub fn of(result: &CandidateResult, spec: &FitSpec, program: &Executable) -> Opt
                     var += grads[i][g] * cov * grads[j][g];
                 }
             }
-            Z95 * var.max(0.0).sqrt()
+            q * var.max(0.0).sqrt()
         });
         Some(half.collect::<Vec<f64>>())
     });

@@ -129,6 +129,9 @@ pub struct RestartResult {
     /// This restart's R² on held-out data, where there is held-out data.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub held_out_r2: Option<f64>,
+    /// This restart met its stopping rule (shown only when it did).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub converged: bool,
 }
 
 type Outcome<'a> = (
@@ -155,7 +158,10 @@ pub fn collect(world: &mut World) -> FitReport {
         .collect();
     candidates.sort_by_key(|c| c.index);
     FitReport {
-        device: world.resource::<crate::profile::Profile>().used.clone(),
+        device: {
+            let profile = world.resource::<crate::profile::Profile>();
+            profile.used.ran(profile.device.runs)
+        },
         candidates,
         warnings: Vec::new(),
     }
@@ -232,6 +238,7 @@ fn result(
                 loss: loss_of(r),
                 params: params_of(r),
                 held_out_r2: r2_of(r),
+                converged: history.converged.get(r) == Some(&true),
             })
             .collect(),
         convergence: None,

@@ -67,9 +67,12 @@ impl Search {
                 vec![None; c.restarts.len()]
             };
             for (draw, r) in c.restarts.iter().enumerate() {
-                // A draw whose loss is not a number failed, whatever its candidate's others did.
+                // A finished draw's status is its own: a loss that is not a number failed, and
+                // each draw converged or reached the step limit by itself.
                 let status = match c.status {
                     "done" | "converged" if !r.loss.is_finite() => "non-finite",
+                    "done" | "converged" if r.converged => "converged",
+                    "done" | "converged" => "done",
                     s => s,
                 };
                 let record = self.make_record(

@@ -19,6 +19,16 @@ pub fn command() -> Command {
     c
 }
 
+/// Runs `ndvm args` in `dir` (a test of its own folder: nothing else writes there).
+pub fn ndvm_in(dir: &std::path::Path, args: &[&str]) -> Output {
+    std::fs::create_dir_all(dir).expect("working folder");
+    command()
+        .current_dir(dir)
+        .args(args)
+        .output()
+        .expect("ndvm runs")
+}
+
 /// Runs `ndvm args` (standard input closed) and collects its output.
 pub fn ndvm(args: &[&str]) -> Output {
     command().args(args).output().expect("ndvm runs")

@@ -40,9 +40,11 @@ pub(super) fn range(values: impl Iterator<Item = f64>) -> std::ops::Range<f64> {
 /// apart need, scientific notation for very large or small values, and never `-0`.
 pub(super) fn tick(v: f64, span: f64) -> String {
     let step = (span / 10.0).abs();
+    // A tick at zero computed as ±1e-17 (and −0) is zero.
+    let v = if v.abs() <= step * 1e-9 { 0.0 } else { v };
     let big = v.abs().max(span.abs());
     if !(step > 0.0 && step.is_finite()) {
-        return format!("{v}");
+        return format!("{}", v + 0.0);
     }
     let text = if !(1e-4..1e6).contains(&big) {
         format!("{v:.2e}")
@@ -122,5 +124,8 @@ mod tests {
         assert_eq!(tick(-0.4, 0.8), "-0.40");
         assert_eq!(tick(3.0e7, 5.0e7), "3.00e7");
         assert_eq!(tick(0.999_95, 0.000_6), "0.99995");
+        assert_eq!(tick(-1e-17, 5.0e7), "0.00e0");
+        assert_eq!(tick(-2e-21, 1e-5), "0.00e0");
+        assert_eq!(tick(-0.0, 0.0), "0");
     }
 }
