@@ -108,7 +108,7 @@ fn skip_back(mut text: &str) -> &str {
         let comment = last
             .match_indices("//")
             .map(|(i, _)| i)
-            .find(|&i| last[..i].matches('"').count() % 2 == 0);
+            .find(|&i| last[..i].matches('"').count().is_multiple_of(2));
         match comment {
             Some(i) => text = &trimmed[..line_start + i],
             None => return trimmed,

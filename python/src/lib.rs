@@ -570,14 +570,19 @@ fn fit_json(
 }
 
 /// Merges shard results (each from [`fit_json`]) into what one process would have written:
-/// candidates in index order, the ranking recomputed.
+/// candidates in index order, the ranking recomputed, the device kept (every device the shards
+/// ran on, as a list, when they differ).
 #[pyfunction]
 fn merge_results(parts: Vec<String>) -> PyResult<String> {
     use serde_json::Value;
     let mut candidates: Vec<Value> = Vec::new();
     let mut warnings: Vec<String> = Vec::new();
+    let mut devices: Vec<Value> = Vec::new();
     for (i, p) in parts.iter().enumerate() {
         let v: Value = serde_json::from_str(p).map_err(|e| input_err(e.to_string()))?;
+        if !v["device"].is_null() && !devices.contains(&v["device"]) {
+            devices.push(v["device"].clone());
+        }
         if let Some(cs) = v["candidates"].as_array() {
             candidates.extend(cs.iter().cloned());
         }
@@ -609,12 +614,21 @@ fn merge_results(parts: Vec<String>) -> PyResult<String> {
     });
     #[derive(serde::Serialize)]
     struct Merged {
+        /// The parts' device when they agree, else every device they ran on.
+        #[serde(skip_serializing_if = "Value::is_null")]
+        device: Value,
         candidates: Vec<Value>,
         #[serde(skip_serializing_if = "Vec::is_empty")]
         warnings: Vec<String>,
         ranking: Vec<usize>,
     }
+    let device = match devices.len() {
+        0 => Value::Null,
+        1 => devices.swap_remove(0),
+        _ => Value::Array(devices),
+    };
     let m = Merged {
+        device,
         candidates,
         warnings,
         ranking,

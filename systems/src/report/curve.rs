@@ -55,7 +55,7 @@ pub fn of(result: &CandidateResult, spec: &FitSpec, program: &Executable) -> Opt
         .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &x| {
             (a.min(x), b.max(x))
         });
-    if !(lo < hi) {
+    if lo >= hi || !lo.is_finite() {
         return None;
     }
     let x: Vec<f64> = (0..POINTS)

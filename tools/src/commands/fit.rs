@@ -141,14 +141,15 @@ pub fn fit(args: FitArgs) -> Result<(), Failure> {
     } else {
         let c = timing.counters;
         crate::output::print(&format!(
-            "{}\n{} candidates, {} walks, {} replays, {:.2} s on {threads} thread(s); device: {}{}",
+            "{}\n{} candidates, {} walks, {} replays, {:.2} s on {threads} thread(s); device: {}; \
+             results in {}",
             report.table(args.top),
             report.candidates.len(),
             c.walks,
             c.replays,
             timing.wall_s,
             report.device.describe(),
-            format!("; results in {}", results.display())
+            results.display()
         ))?;
     }
     if interrupted.load(Ordering::Relaxed) {
