@@ -36,10 +36,9 @@ pub fn from_str<T: DeserializeOwned>(text: &str) -> Result<T, ron::error::Spanne
             Ok(v) => return Ok(v),
             Err(mut e) => {
                 let at = (e.span.start.line, e.span.start.col);
-                let fixable = matches!(e.code, ron::Error::ExpectedStructLike)
-                    && inserted.len() < 1000
-                    && bare_name_before(&text, at).is_some();
-                match bare_name_before(&text, at).filter(|_| fixable) {
+                let fixable =
+                    matches!(e.code, ron::Error::ExpectedStructLike) && inserted.len() < 1000;
+                match fixable.then(|| bare_name_before(&text, at)).flatten() {
                     Some((offset, line, col)) => {
                         text.insert_str(offset, "()");
                         inserted.push((line, col));

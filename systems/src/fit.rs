@@ -331,8 +331,9 @@ impl Fit {
                     .iter()
                     .position(|&w| report.candidates[w].index == c.index)?;
                 let result = &report.candidates[wanted[i]];
-                let finished = matches!(result.status, "done" | "converged" | "stopped");
-                finished.then_some(())?;
+                if !matches!(result.status, "done" | "converged" | "stopped") {
+                    return None;
+                }
                 Some((c.index, report::curve::of(result, spec, &compiled.0)?))
             })
             .collect()

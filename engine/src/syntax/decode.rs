@@ -398,14 +398,16 @@ mod tests {
         assert!(e.message.contains("not supported"), "{}", e.message);
     }
 
+    /// The message of the error `src` fails with.
+    fn message(src: &str, inputs: &[&str]) -> String {
+        Program::new(src, inputs)
+            .expect_err("unbound")
+            .message
+            .clone()
+    }
+
     #[test]
     fn a_name_differing_in_case_comes_first_and_other_languages_names_are_translated() {
-        let message = |src: &str, inputs: &[&str]| {
-            Program::new(src, inputs)
-                .expect_err("unbound")
-                .message
-                .clone()
-        };
         // `a` is as close as `S` by edit distance; the case-insensitive match wins.
         assert_eq!(
             message("(* a s)", &["a", "S"]),
@@ -433,12 +435,6 @@ mod tests {
 
     #[test]
     fn an_unbound_variable_suggests_the_closest_name_and_lists_the_inputs() {
-        let message = |src: &str, inputs: &[&str]| {
-            Program::new(src, inputs)
-                .expect_err("unbound")
-                .message
-                .clone()
-        };
         assert_eq!(
             message("(* alpah x)", &["alpha", "x"]),
             "unbound variable `alpah`; did you mean `alpha`? (inputs: alpha, x)"

@@ -53,7 +53,7 @@ pub fn advance(
         accept(st, x, loss, jtj, jte);
         if !finite {
             st.finished = true;
-        } else if loss == 0.0 {
+        } else if loss == 0.0 || nothing_left(st, s) {
             finish(st, true);
         }
     } else if st.finished {
@@ -69,7 +69,7 @@ pub fn advance(
             st.growth = 2.0;
             accept(st, x, loss, jtj, jte);
             st.at_accepted = true;
-            if small || loss == 0.0 {
+            if small || loss == 0.0 || nothing_left(st, s) {
                 finish(st, true);
             }
         } else {
@@ -95,6 +95,30 @@ fn accept(st: &mut TrialState, x: &[f64], loss: f64, jtj: Vec<f64>, jte: Vec<f64
     st.jte = jte;
 }
 
+/// The smallest diagonal entry Marquardt's scaling uses, so a parameter the data ignores cannot
+/// make the damped system singular.
+fn floor(st: &TrialState) -> f64 {
+    let p = st.x.len();
+    let top = (0..p).map(|i| st.normal[i * p + i]).fold(0.0, f64::max);
+    1e-12 * top.max(1e-300)
+}
+
+/// Whether even the undamped (Gauss–Newton) step from the accepted point promises less than
+/// `ftol` of its loss: nothing is left to gain (a stationary point, or the evaluation's rounding
+/// floor, where trials would only be rejected until the step limit). Checked once per accepted
+/// point: the promise does not depend on the damping.
+fn nothing_left(st: &TrialState, s: &Settings) -> bool {
+    let p = st.x.len();
+    let mut a = st.normal.clone();
+    let floor = floor(st);
+    for i in 0..p {
+        a[i * p + i] += floor;
+    }
+    let rhs: Vec<f64> = st.jte.iter().map(|g| -g).collect();
+    cholesky(p, &a)
+        .is_some_and(|l| dot(&st.jte, &solve(p, &l, &rhs)).abs() / s.points <= s.ftol * st.loss)
+}
+
 fn finish(st: &mut TrialState, converged: bool) {
     st.finished = true;
     st.converged = converged;
@@ -104,23 +128,8 @@ fn finish(st: &mut TrialState, converged: bool) {
 /// `st.direction` (or finishes the restart when the step is negligible or cannot descend).
 fn propose(st: &mut TrialState, bounds: &[Bounds], s: &Settings) {
     let p = st.x.len();
-    let top = (0..p).map(|i| st.normal[i * p + i]).fold(0.0, f64::max);
-    let floor = 1e-12 * top.max(1e-300);
+    let floor = floor(st);
     let rhs: Vec<f64> = st.jte.iter().map(|g| -g).collect();
-    // Even the undamped (Gauss–Newton) step promises less than `ftol` of the loss: nothing is
-    // left to gain (a stationary point, or the evaluation's rounding floor), however the
-    // damping stands.
-    let mut a = st.normal.clone();
-    for i in 0..p {
-        a[i * p + i] += floor;
-    }
-    if let Some(l) = cholesky(p, &a) {
-        let best = dot(&st.jte, &solve(p, &l, &rhs)).abs() / s.points;
-        if best <= s.ftol * st.loss {
-            finish(st, true);
-            return;
-        }
-    }
     while st.damping < MAX_DAMPING {
         let mut a = st.normal.clone();
         for i in 0..p {

@@ -100,9 +100,15 @@ impl Search {
         }
         let now = self.elapsed();
         let mut out = Vec::with_capacity(records.len());
+        // A candidate's draws come one after another and share its program: one lookup each.
+        let mut last: Option<(u64, u64)> = None;
         for (slot, mut r) in records {
             r.calibration = self.tally.calibrations;
-            r.program = self.programs.id(&r.src);
+            r.program = match last {
+                Some((candidate, program)) if candidate == r.candidate => program,
+                _ => self.programs.id(&r.src),
+            };
+            last = Some((r.candidate, r.program));
             let before = self.tally.successful_skeletons.len();
             let improved = self.tally.add(&r);
             let new_success = self.tally.successful_skeletons.len() > before;

@@ -2,6 +2,7 @@
 //! (so it never covers a point).
 
 use plotters::coord::Shift;
+use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
@@ -34,6 +35,40 @@ pub(super) fn range(values: impl Iterator<Item = f64>) -> std::ops::Range<f64> {
     } else {
         -1.0..1.0
     }
+}
+
+/// A chart on `area` in the figures' style (margins, label areas, an optional caption), its
+/// mesh drawn with the axes named `x` and `y` and ticks labelled by [`tick`].
+pub(super) fn chart<'a, DB: DrawingBackend>(
+    area: &'a DrawingArea<DB, Shift>,
+    caption: Option<&str>,
+    (xr, yr): (std::ops::Range<f64>, std::ops::Range<f64>),
+    (x, y): (&str, &str),
+) -> Result<
+    ChartContext<'a, DB, Cartesian2d<RangedCoordf64, RangedCoordf64>>,
+    Box<dyn std::error::Error>,
+>
+where
+    DB::ErrorType: 'static,
+{
+    let (xspan, yspan) = (xr.end - xr.start, yr.end - yr.start);
+    let mut builder = ChartBuilder::on(area);
+    if let Some(c) = caption {
+        builder.caption(c, ("sans-serif", 20));
+    }
+    let mut chart = builder
+        .margin(12)
+        .x_label_area_size(36)
+        .y_label_area_size(64)
+        .build_cartesian_2d(xr, yr)?;
+    chart
+        .configure_mesh()
+        .x_desc(x)
+        .y_desc(y)
+        .x_label_formatter(&|v| tick(*v, xspan))
+        .y_label_formatter(&|v| tick(*v, yspan))
+        .draw()?;
+    Ok(chart)
 }
 
 /// A tick label on an axis spanning `span`: as many decimals as ticks about a tenth of the span

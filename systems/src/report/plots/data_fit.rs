@@ -5,7 +5,7 @@
 //! a function of the x axis alone and is marked at each data point instead. The legend sits in
 //! a panel right of the plot.
 
-use super::axes::{Drawn, LEGEND_WIDTH, Mark, legend, range, tick};
+use super::axes::{self, Drawn, LEGEND_WIDTH, Mark, chart, legend, range};
 use crate::report::CandidateResult;
 use crate::report::curve::Curve;
 use ndvm_components::prelude::*;
@@ -63,20 +63,8 @@ pub(super) fn draw(
             .collect::<Vec<_>>()
     });
     let yr = range(d.target.iter().chain(pred).copied().chain(band_edges));
-    let (xspan, yspan) = (xr.end - xr.start, yr.end - yr.start);
-    let mut chart = ChartBuilder::on(&top)
-        .caption(format!("{}: data and fit", c.name), ("sans-serif", 20))
-        .margin(12)
-        .x_label_area_size(36)
-        .y_label_area_size(64)
-        .build_cartesian_2d(xr.clone(), yr)?;
-    chart
-        .configure_mesh()
-        .x_desc(&xname)
-        .y_desc(y_name(d))
-        .x_label_formatter(&|v| tick(*v, xspan))
-        .y_label_formatter(&|v| tick(*v, yspan))
-        .draw()?;
+    let caption = format!("{}: data and fit", c.name);
+    let mut chart = chart(&top, Some(&caption), (xr.clone(), yr), (&xname, y_name(d)))?;
     let mut entries = Vec::new();
     match curve {
         Some(k) => {
@@ -134,19 +122,8 @@ pub(super) fn draw(
     legend(&panel, &entries)?;
     let resid: Vec<f64> = pred.iter().zip(&d.target).map(|(p, y)| y - p).collect();
     let rr = range(resid.iter().copied().chain([0.0]));
-    let rspan = rr.end - rr.start;
-    let mut chart = ChartBuilder::on(&bottom)
-        .margin(12)
-        .x_label_area_size(36)
-        .y_label_area_size(64)
-        .build_cartesian_2d(xr.clone(), rr)?;
-    chart
-        .configure_mesh()
-        .x_desc(&xname)
-        .y_desc(format!("residual ({} − fit)", y_name(d)))
-        .x_label_formatter(&|v| tick(*v, xspan))
-        .y_label_formatter(&|v| tick(*v, rspan))
-        .draw()?;
+    let residual = format!("residual ({} − fit)", y_name(d));
+    let mut chart = axes::chart(&bottom, None, (xr.clone(), rr), (&xname, &residual))?;
     chart.draw_series(LineSeries::new([(xr.start, 0.0), (xr.end, 0.0)], BLACK))?;
     chart.draw_series(
         (0..d.points())

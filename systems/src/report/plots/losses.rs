@@ -1,7 +1,7 @@
 //! `losses-N.svg`: the loss of every restart per step, on a log scale where the losses are
 //! positive; the best restart drawn thick. The legend (up to 16 restarts) sits beside the plot.
 
-use super::axes::{Drawn, LEGEND_WIDTH, Mark, legend, range, tick};
+use super::axes::{Drawn, LEGEND_WIDTH, Mark, chart, legend, range};
 use crate::report::CandidateResult;
 use plotters::prelude::*;
 
@@ -17,21 +17,14 @@ pub(super) fn draw(s: &mut String, c: &CandidateResult) -> Drawn {
     let (plot, panel) = root.split_horizontally(800);
     let steps = c.losses.len().max(2) as f64;
     let yr = range(c.losses.iter().flatten().map(|&l| y(l)));
-    let yspan = yr.end - yr.start;
-    let mut chart = ChartBuilder::on(&plot)
-        .caption(format!("{}: loss per step", c.name), ("sans-serif", 20))
-        .margin(12)
-        .x_label_area_size(36)
-        .y_label_area_size(64)
-        .build_cartesian_2d(0.0..steps - 1.0, yr)?;
     let desc = if positive { "log10 loss" } else { "loss" };
-    chart
-        .configure_mesh()
-        .x_desc("step")
-        .y_desc(desc)
-        .x_label_formatter(&|v| tick(*v, steps))
-        .y_label_formatter(&|v| tick(*v, yspan))
-        .draw()?;
+    let caption = format!("{}: loss per step", c.name);
+    let mut chart = chart(
+        &plot,
+        Some(&caption),
+        (0.0..steps - 1.0, yr),
+        ("step", desc),
+    )?;
     let restarts = c.losses.first().map_or(0, Vec::len);
     let mut entries = Vec::new();
     for r in 0..restarts {

@@ -5,7 +5,7 @@
 //! point, else left, above or below — wherever it covers no point and no other label inside
 //! the plot. A name that fits nowhere is left out (the table in `index.html` has them all).
 
-use super::axes::{Drawn, range, tick};
+use super::axes::{self, Drawn, chart, range};
 use crate::report::{CandidateResult, FitReport};
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
@@ -83,25 +83,16 @@ pub(super) fn draw(s: &mut String, report: &FitReport) -> Drawn {
     };
     let xr = range(ok.iter().map(|c| size(c)));
     let yr = range(ok.iter().map(|c| c.loss.log10()));
-    let (xspan, yspan) = (xr.end - xr.start, yr.end - yr.start);
     let best = ok.first().map(|c| c.index);
     let colour = |c: &CandidateResult| if Some(c.index) == best { RED } else { BLUE };
-    let mut chart = ChartBuilder::on(&top)
-        .caption(
-            "candidates: loss and held-out R² against program size",
-            ("sans-serif", 20),
-        )
-        .margin(12)
-        .x_label_area_size(36)
-        .y_label_area_size(64)
-        .build_cartesian_2d(xr.clone(), yr)?;
-    chart
-        .configure_mesh()
-        .x_desc("program size (atoms)")
-        .y_desc("log10 loss")
-        .x_label_formatter(&|v| tick(*v, xspan))
-        .y_label_formatter(&|v| tick(*v, yspan))
-        .draw()?;
+    let size_axis = "program size (atoms)";
+    let caption = "candidates: loss and held-out R² against program size";
+    let mut chart = chart(
+        &top,
+        Some(caption),
+        (xr.clone(), yr),
+        (size_axis, "log10 loss"),
+    )?;
     chart.draw_series(
         ok.iter()
             .map(|c| Circle::new((size(c), c.loss.log10()), DOT, colour(c).filled())),
@@ -129,19 +120,7 @@ pub(super) fn draw(s: &mut String, report: &FitReport) -> Drawn {
             .filter_map(|c| Some((size(c), c.held_out_r2?.max(-1.0), colour(c))))
             .collect();
         let rr = range(r2.iter().map(|p| p.1));
-        let rspan = rr.end - rr.start;
-        let mut chart = ChartBuilder::on(&bottom)
-            .margin(12)
-            .x_label_area_size(36)
-            .y_label_area_size(64)
-            .build_cartesian_2d(xr, rr)?;
-        chart
-            .configure_mesh()
-            .x_desc("program size (atoms)")
-            .y_desc("held-out R²")
-            .x_label_formatter(&|v| tick(*v, xspan))
-            .y_label_formatter(&|v| tick(*v, rspan))
-            .draw()?;
+        let mut chart = axes::chart(&bottom, None, (xr, rr), (size_axis, "held-out R²"))?;
         chart.draw_series(
             r2.iter()
                 .map(|&(x, y, c)| Circle::new((x, y), DOT, c.filled())),
