@@ -16,6 +16,12 @@
 //!   Frames decided uniformly collapse into one, so a long loop runs in constant space.
 //! - `LOOP` counts; `EXITIF` splits the lanes that leave from those that stay, and the leavers'
 //!   locals are merged in when the loop ends.
+//!
+//! A lane must get the same bits alone as in any batch (docs/language-reference.md §9.1), and a
+//! merge adds a place's adjoint into its value only when the backward pass reaches the merge.
+//! So wherever a batch could have merged, a lone lane copies instead, one copy per place: at the
+//! `END` of a uniform `IF` (values older than the `IF`, and any value at two places), when every
+//! lane leaves at an `EXITIF`, and when a loop that has an `EXITIF` ends with no lane gone.
 
 use crate::code::{Callee, Code};
 use crate::instr::Instr;
@@ -24,6 +30,7 @@ use ndvm_engine::error::{ErrorKind, Result};
 use ndvm_engine::prims::Prim;
 use ndvm_engine::value::{Value, tag};
 use ndvm_engine::{Bindings, Decision, Evaluation, Real, Vm};
+use std::collections::HashMap;
 
 /// A saved stack and locals.
 #[derive(Clone, Debug, Default)]
@@ -366,6 +373,12 @@ impl Runner {
                 if *left > 0 {
                     return Ok(blk.opener as usize + 1);
                 }
+                if blk.exits {
+                    // No lane left early: had one (in a batch holding this lane), these locals
+                    // would be merged, so they are copied as that merge would route them.
+                    let wm = vm.watermark();
+                    self.settle_written(vm, code, blk, at, wm)?;
+                }
             }
             self.finish_loop(vm, code, b)?;
             return Ok(at as usize + 1);
@@ -425,16 +438,51 @@ impl Runner {
         Ok(at as usize + 1)
     }
 
-    /// Values leaving a uniformly decided block ending at `join`: the walk's copy rule.
+    /// Values leaving a uniformly decided block ending at `join`: the walk's copy rule, for each
+    /// place a split's merge would fill (the stack the block produced, the live locals it wrote).
+    /// A value older than `wm` is copied; so is one at two places, because a merge makes one
+    /// selection per place and a lone lane must add their adjoints in the same order.
     fn settle<R: Real>(&mut self, vm: &mut Vm<R>, code: &Code, join: u32, wm: u32) -> Result<()> {
         let blk = &code.plan.blocks[code.plan.block_of[join as usize] as usize];
-        let sites = &code.sites;
-        for v in self.stack.iter_mut().skip(blk.base as usize) {
-            *v = vm.settle(sites, blk.opener, *v, wm)?;
+        let base = (blk.base as usize).min(self.stack.len());
+        let written = || {
+            blk.live
+                .iter()
+                .zip(&blk.written)
+                .filter(|(_, w)| **w)
+                .map(|(&l, _)| l as usize)
+        };
+        let mut seen: HashMap<Value, u32> = HashMap::new();
+        let places = self.stack[base..]
+            .iter()
+            .chain(written().map(|l| &self.locals[l]));
+        for &v in places {
+            *seen.entry(v).or_default() += 1;
         }
+        let now = vm.watermark();
+        let cut = |v: Value| if seen[&v] > 1 { now } else { wm };
+        for v in &mut self.stack[base..] {
+            *v = vm.settle(&code.sites, blk.opener, *v, cut(*v))?;
+        }
+        for l in written() {
+            let v = &mut self.locals[l];
+            *v = vm.settle(&code.sites, blk.opener, *v, cut(*v))?;
+        }
+        Ok(())
+    }
+
+    /// Copies each live local block `blk` wrote that was made before `wm` (see [`Vm::settle`]).
+    fn settle_written<R: Real>(
+        &mut self,
+        vm: &mut Vm<R>,
+        code: &Code,
+        blk: &crate::verify::Block,
+        at: u32,
+        wm: u32,
+    ) -> Result<()> {
         for (&l, _) in blk.live.iter().zip(&blk.written).filter(|(_, w)| **w) {
             let v = &mut self.locals[l as usize];
-            *v = vm.settle(sites, blk.opener, *v, wm)?;
+            *v = vm.settle(&code.sites, at, *v, wm)?;
         }
         Ok(())
     }
@@ -486,11 +534,8 @@ impl Runner {
         match vm.decide(&code.sites, at, test)? {
             Decision::All(false) => Ok(next),
             Decision::All(true) => {
-                let watermark = vm.watermark();
-                for (&l, _) in blk.live.iter().zip(&blk.written).filter(|(_, w)| **w) {
-                    let v = &mut self.locals[l as usize];
-                    *v = vm.settle(&code.sites, at, *v, watermark)?;
-                }
+                let wm = vm.watermark();
+                self.settle_written(vm, code, blk, at, wm)?;
                 self.finish_loop(vm, code, b)?;
                 Ok(blk.end as usize + 1)
             }

@@ -40,6 +40,8 @@ pub(crate) struct Block {
     pub live: Vec<u32>,
     /// Per live local (same order): whether the block writes it.
     pub written: Vec<bool>,
+    /// A loop with an `EXITIF`: lanes may leave it early.
+    pub exits: bool,
 }
 
 /// What verification leaves for the executor.
@@ -178,6 +180,7 @@ fn structure(code: &[Instr], spans: &[Span]) -> Result<(Vec<Block>, Vec<u32>, Ve
                     base: 0,
                     live: Vec::new(),
                     written: Vec::new(),
+                    exits: false,
                 });
                 block_of[pc] = b;
                 open.push(b);
@@ -212,12 +215,15 @@ fn structure(code: &[Instr], spans: &[Span]) -> Result<(Vec<Block>, Vec<u32>, Ve
             }
             Instr::ExitIf => {
                 region[pc] = cur;
-                block_of[pc] = open
+                let lp = open
                     .iter()
                     .rev()
                     .find(|&&b| blocks[b as usize].kind == Kind::Loop)
-                    .copied()
-                    .unwrap_or(NONE);
+                    .copied();
+                if let Some(b) = lp {
+                    blocks[b as usize].exits = true;
+                }
+                block_of[pc] = lp.unwrap_or(NONE);
             }
             _ => region[pc] = cur,
         }

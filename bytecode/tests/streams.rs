@@ -234,3 +234,15 @@ fn most_generated_streams_run_and_split() {
     assert!(ran > 150, "only {ran} of 300 ran");
     assert!(split > 50, "only {split} of {ran} split their lanes");
 }
+
+/// Seeds that once broke lane independence, kept so they run every time.
+#[test]
+fn pinned_seeds_keep_lanes_independent() {
+    for seed in [3_202_691_431_190_562_776u64, 14_048_143_201_225_154_218] {
+        let src = Gen::program(seed);
+        let code = assemble(&src, &["x", "y"], &Registry::default())
+            .unwrap_or_else(|e| panic!("{e}\n{src}"));
+        check::<f64>(&code);
+        check::<f32>(&code);
+    }
+}
