@@ -199,14 +199,8 @@ fn reference(seconds: f64, rounds: usize) {
 }
 
 fn main() {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let full = args.iter().any(|a| a == "--bench");
-    let words: Vec<&str> = args
-        .iter()
-        .map(String::as_str)
-        .filter(|a| !a.starts_with("--"))
-        .collect();
-    let part = words.first().copied().unwrap_or("all");
+    let (full, words) = ndvm_benches::bench_args();
+    let part = words.first().map_or("all", String::as_str);
     let seconds = words.get(1).and_then(|s| s.parse::<f64>().ok());
     let all = part == "all";
     if !full {

@@ -3,6 +3,15 @@
 
 pub mod feynman;
 
+/// A bench binary's arguments: whether cargo ran it as a benchmark (`--bench`; without it the
+/// binary runs under `cargo test --benches`, as a smoke run) and its free words (`-- part n`).
+pub fn bench_args() -> (bool, Vec<String>) {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let full = args.iter().any(|a| a == "--bench");
+    let words = args.into_iter().filter(|a| !a.starts_with("--")).collect();
+    (full, words)
+}
+
 use ndvm_engine::prelude::*;
 
 /// A benchmark program: name, source and `(input, value)` pairs.

@@ -139,7 +139,7 @@ impl Fit {
             });
         }
         let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(threads)
+            .num_threads(workers(threads))
             .build()
             .map_err(|e| FitError::Threads {
                 threads,
@@ -345,6 +345,15 @@ impl Fit {
     }
 }
 
+/// The worker threads started for `threads` requested (0: one per core): never more than the
+/// cores this process may use. Results do not depend on the count, and on a machine with fewer
+/// cores the extra threads would only take turns — each parallel pass then waits for a thread
+/// the kernel has put aside (16 threads on 2 cores ran a search 40% slower than 2).
+pub fn workers(threads: usize) -> usize {
+    let cores = std::thread::available_parallelism().map_or(usize::MAX, |n| n.get());
+    if threads == 0 { 0 } else { threads.min(cores) }
+}
+
 /// One schedule run, timed into the profile's wall time; whether work remains.
 fn step(world: &mut World, schedule: &mut Schedule, total: usize) -> bool {
     let start = Instant::now();
@@ -383,8 +392,10 @@ fn progress(world: &mut World, total: usize) -> Progress {
     }
 }
 
-/// The stages, one system per set (the GPU stage is added by [`Fit::with_members`]), sets chained, on the single-threaded executor, with
-/// lane groups evaluated in precision `R`.
+/// The stages, one system per set, sets chained, on the single-threaded executor, with lane
+/// groups evaluated in precision `R`. The GPU stage is added by [`Fit::with_members`]; the
+/// merge-masks set has no system of its own (its work runs in the optimize stage's pass, see
+/// `stages/merge_masks.rs`), and the backward passes run inside the replay and walk stages'.
 pub fn stage_schedule<R: Real>() -> Schedule {
     let mut schedule = Schedule::default();
     schedule.set_executor(SingleThreadedExecutor::new());
@@ -396,7 +407,6 @@ pub fn stage_schedule<R: Real>() -> Schedule {
         stages::schedule::schedule::<R>.in_set(Stage::Schedule),
         stages::replay::replay::<R>.in_set(Stage::Replay),
         stages::walk::walk::<R>.in_set(Stage::Walk),
-        stages::merge_masks::merge_masks.in_set(Stage::MergeMasks),
         stages::backward::backward::<R>.in_set(Stage::Backward),
         stages::optimize::optimize.in_set(Stage::Optimize),
     ));

@@ -1,11 +1,16 @@
-//! Backward: the reverse pass of every walked group, scaled by each lane's loss weight.
+//! Backward: the reverse pass of every group, scaled by each lane's loss weight.
 //!
 //! The engine replays the group's tape in reverse over its lanes (seeded with 1 per lane) —
-//! the tape this step's walk recorded (a replayed group's pass runs in the replay stage, right
-//! after its replay: [`differentiate`]) — leaving each lane's
+//! the tape this step's walk or replay recorded — leaving each lane's
 //! `∂out/∂param` in the group's outputs. The optimize stage weighs them by each lane's
-//! `∂loss/∂out` (and Levenberg–Marquardt reads them as they are: the Jacobian). Groups run in
-//! parallel; each is sequential.
+//! `∂loss/∂out` (and Levenberg–Marquardt reads them as they are: the Jacobian).
+//!
+//! The pass runs where the tape was made, in the same parallel task: [`differentiate`] is
+//! called by the replay and walk stages right after a group's replay or walk, while its values
+//! are still in cache, so a step costs one parallel pass fewer, and the time is booked here. This
+//! stage differentiates whatever is still pending after them — nothing, with the built-in
+//! stages (the GPU stage runs its own); it keeps the place plugins order their systems against.
+//! Groups run in parallel, each sequentially.
 
 use crate::machine::Machine;
 use crate::profile::{Profile, Stage, StageTimer};

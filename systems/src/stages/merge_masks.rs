@@ -10,56 +10,54 @@
 //! results stand) — except under a trial-based optimizer (Levenberg–Marquardt, L-BFGS), whose
 //! trial points may stray where the program fails: there the failing group's lanes read NaN,
 //! so their restarts' trials are rejected.
+//!
+//! The merge is a fraction of a microsecond per candidate, less than a parallel pass costs to
+//! start, so it runs in the optimize stage's pass, first thing in each candidate's task
+//! ([`merge_candidate`]); its time is booked to this stage in the profile.
 
 use crate::loss::{self, LaneAxes};
-use crate::profile::{Profile, Stage, StageTimer};
 use bevy_ecs::prelude::*;
 use ndvm_components::prelude::*;
-use rayon::prelude::*;
 
-pub fn merge_masks(
-    mut profile: ResMut<Profile>,
-    mut candidates: Query<(&FitSpec, &Groups, &History, &mut Status, &mut LaneResults)>,
-    groups: Query<(&LaneGroup, &GroupOutputs)>,
+/// Merges one candidate's groups into its [`LaneResults`]; a walk error fails or stops it
+/// (see the module docs). Called by the optimize stage, in the same parallel task as the
+/// candidate's optimizer step.
+pub(crate) fn merge_candidate(
+    spec: &FitSpec,
+    ids: &Groups,
+    history: &History,
+    status: &mut Status,
+    results: &mut LaneResults,
+    groups: &Query<(&LaneGroup, &GroupOutputs)>,
 ) {
-    let timer = StageTimer::start(Stage::MergeMasks);
-    let mut todo: Vec<_> = candidates
-        .iter_mut()
-        .filter(|c| *c.3 == Status::Active)
-        .collect();
-    let groups = &groups;
-    todo.par_iter_mut()
-        .for_each(|(spec, ids, history, status, results)| {
-            let outputs = ids.0.iter().filter_map(|&g| groups.get(g).ok());
-            let trial = spec.optimizer.is_trial_based() && history.steps > 0;
-            if let Some(e) = outputs.clone().find_map(|(_, o)| o.error.as_ref())
-                && !trial
-            {
-                // The last step's results stand.
-                **status = if history.steps == 0 {
-                    Status::Failed { error: e.clone() }
-                } else {
-                    Status::Stopped {
-                        reason: format!("step {}: {e}", history.steps),
-                    }
-                };
-                return;
+    let outputs = ids.0.iter().filter_map(|&g| groups.get(g).ok());
+    let trial = spec.optimizer.is_trial_based() && history.steps > 0;
+    if let Some(e) = outputs.clone().find_map(|(_, o)| o.error.as_ref())
+        && !trial
+    {
+        // The last step's results stand.
+        *status = if history.steps == 0 {
+            Status::Failed { error: e.clone() }
+        } else {
+            Status::Stopped {
+                reason: format!("step {}: {e}", history.steps),
             }
-            let mut out = std::mem::take(&mut results.out);
-            out.clear();
-            out.resize(spec.lanes(), f64::NAN);
-            for (group, o) in outputs.filter(|(_, o)| o.error.is_none()) {
-                if group.lanes.len() == out.len() && o.out.len() == out.len() {
-                    out.copy_from_slice(&o.out);
-                    continue;
-                }
-                for (&lane, &y) in group.lanes.iter().zip(&o.out) {
-                    out[lane] = y;
-                }
-            }
-            merge(spec, out, results);
-        });
-    profile.record(timer);
+        };
+        return;
+    }
+    let mut out = std::mem::take(&mut results.out);
+    out.clear();
+    out.resize(spec.lanes(), f64::NAN);
+    for (group, o) in outputs.filter(|(_, o)| o.error.is_none()) {
+        if group.lanes.len() == out.len() && o.out.len() == out.len() {
+            out.copy_from_slice(&o.out);
+            continue;
+        }
+        for (&lane, &y) in group.lanes.iter().zip(&o.out) {
+            out[lane] = y;
+        }
+    }
+    merge(spec, out, results);
 }
 
 /// Losses, weights and held-out R² from the per-lane outputs.

@@ -1,6 +1,8 @@
 //! Optimize: one optimizer step per candidate, each restart its own lane.
 //!
-//! The stage reduces each candidate's weighted per-lane gradients (from its groups, in lane
+//! Each candidate's task first merges its groups' outputs into its losses and weights (the
+//! merge-masks stage's work, [`merge_candidate`]: one parallel pass for both), then the stage
+//! reduces each candidate's weighted per-lane gradients (from its groups, in lane
 //! order) to one gradient per parameter and restart, records the step's losses in [`History`],
 //! and either finishes the candidate (its step count reached, or every restart's loss moved by
 //! less than the tolerance) or moves its parameters with [`crate::optim::step`]. The
@@ -15,19 +17,24 @@
 
 use crate::optim::trial::{self, LeastSquares, Verdict};
 use crate::profile::{Profile, Stage, StageTimer};
+use crate::stages::merge_masks::merge_candidate;
 use bevy_ecs::prelude::*;
 use ndvm_components::prelude::*;
 use rayon::prelude::*;
+use std::time::{Duration, Instant};
 
 type Fitting<'a> = (
     &'a FitSpec,
     &'a Groups,
-    &'a LaneResults,
+    &'a mut LaneResults,
     &'a mut ParamValues,
     &'a mut OptimizerState,
     &'a mut History,
     &'a mut Status,
 );
+
+/// One candidate task in this many is timed (see [`optimize`]).
+const SAMPLE: usize = 8;
 
 pub fn optimize(
     mut profile: ResMut<Profile>,
@@ -40,67 +47,105 @@ pub fn optimize(
         .filter(|c| *c.6 == Status::Active)
         .collect();
     let groups = &groups;
-    todo.par_iter_mut()
-        .for_each(|(spec, ids, results, values, state, history, status)| {
-            let per_lane = gather(spec, ids, groups);
-            let grads = reduce(spec, &per_lane, &results.weights);
-            history.losses.push(results.loss.clone());
-            history.evaluated.clone_from(&values.0);
-            history.grad_norm.clear();
-            history.grad_norm.extend((0..spec.restarts).map(|r| {
-                (0..spec.params.len())
-                    .map(|p| grads[p * spec.restarts + r].powi(2))
-                    .sum::<f64>()
-                    .sqrt()
-            }));
-            history.grad_seen.resize(spec.params.len(), false);
-            for (p, seen) in history.grad_seen.iter_mut().enumerate() {
-                *seen |= grads[p * spec.restarts..(p + 1) * spec.restarts]
-                    .iter()
-                    .any(|&g| g != 0.0);
-            }
-            for &g in &ids.0 {
-                if let Ok((_, out)) = groups.get(g) {
-                    history.tape_nodes += out.tape_nodes;
-                    if out.replayed {
-                        history.replays += 1;
-                    } else {
-                        history.walks += 1;
-                    }
+    // Each candidate's merge and optimizer step, timed in one task of every `SAMPLE`: the pass's
+    // wall time is shared between the two stages in the proportion the sampled tasks spent
+    // (reading the clock around every task cost 4% of a search's single-thread speed).
+    let sampled: Vec<[Duration; 2]> = todo
+        .par_iter_mut()
+        .enumerate()
+        .map(
+            |(i, (spec, ids, results, values, state, history, status))| {
+                let timed = (i + history.steps as usize).is_multiple_of(SAMPLE);
+                let start = timed.then(Instant::now);
+                merge_candidate(spec, ids, history, status, results, groups);
+                let merged = start.map(|s| s.elapsed());
+                if **status == Status::Active {
+                    step_candidate(spec, ids, results, values, state, history, status, groups);
                 }
+                match (start, merged) {
+                    (Some(s), Some(m)) => [s.elapsed() - m, m],
+                    _ => [Duration::ZERO; 2],
+                }
+            },
+        )
+        .collect();
+    let [own, merge] = sampled
+        .iter()
+        .fold([Duration::ZERO; 2], |[o, m], t| [o + t[0], m + t[1]]);
+    profile.record_shared(timer, Stage::MergeMasks, (own, merge));
+    // The merge has no system of its own: each step counts as one of its calls.
+    profile.stages[Stage::MergeMasks as usize].calls += 1;
+}
+
+/// One candidate's optimizer step, after its merge (see the module docs).
+#[allow(clippy::too_many_arguments)]
+fn step_candidate(
+    spec: &FitSpec,
+    ids: &Groups,
+    results: &LaneResults,
+    values: &mut ParamValues,
+    state: &mut OptimizerState,
+    history: &mut History,
+    status: &mut Status,
+    groups: &Query<(&LaneGroup, &GroupOutputs)>,
+) {
+    let per_lane = gather(spec, ids, groups);
+    let grads = reduce(spec, &per_lane, &results.weights);
+    history.losses.push(results.loss.clone());
+    history.evaluated.clone_from(&values.0);
+    history.grad_norm.clear();
+    history.grad_norm.extend((0..spec.restarts).map(|r| {
+        (0..spec.params.len())
+            .map(|p| grads[p * spec.restarts + r].powi(2))
+            .sum::<f64>()
+            .sqrt()
+    }));
+    history.grad_seen.resize(spec.params.len(), false);
+    for (p, seen) in history.grad_seen.iter_mut().enumerate() {
+        *seen |= grads[p * spec.restarts..(p + 1) * spec.restarts]
+            .iter()
+            .any(|&g| g != 0.0);
+    }
+    for &g in &ids.0 {
+        if let Ok((_, out)) = groups.get(g) {
+            history.tape_nodes += out.tape_nodes;
+            if out.replayed {
+                history.replays += 1;
+            } else {
+                history.walks += 1;
             }
-            if spec.optimizer.is_trial_based() {
-                step_trials(
-                    spec, results, &per_lane, &grads, values, state, history, status,
-                );
-                return;
-            }
-            let n = history.losses.len();
-            let restarts_converged: Vec<bool> = match (spec.tolerance, n >= 2) {
-                (Some(tol), true) => history.losses[n - 1]
-                    .iter()
-                    .zip(&history.losses[n - 2])
-                    .map(|(a, b)| (a - b).abs() < tol)
-                    .collect(),
-                _ => vec![false; spec.restarts],
-            };
-            let converged = restarts_converged.iter().all(|&c| c);
-            if converged || history.steps >= spec.steps {
-                history.converged = restarts_converged;
-                **status = Status::Done { converged };
-                return;
-            }
-            crate::optim::step(
-                &spec.optimizer,
-                state,
-                &mut values.0,
-                &grads,
-                spec.restarts,
-                &spec.bounds,
-            );
-            history.steps += 1;
-        });
-    profile.record(timer);
+        }
+    }
+    if spec.optimizer.is_trial_based() {
+        step_trials(
+            spec, results, &per_lane, &grads, values, state, history, status,
+        );
+        return;
+    }
+    let n = history.losses.len();
+    let restarts_converged: Vec<bool> = match (spec.tolerance, n >= 2) {
+        (Some(tol), true) => history.losses[n - 1]
+            .iter()
+            .zip(&history.losses[n - 2])
+            .map(|(a, b)| (a - b).abs() < tol)
+            .collect(),
+        _ => vec![false; spec.restarts],
+    };
+    let converged = restarts_converged.iter().all(|&c| c);
+    if converged || history.steps >= spec.steps {
+        history.converged = restarts_converged;
+        *status = Status::Done { converged };
+        return;
+    }
+    crate::optim::step(
+        &spec.optimizer,
+        state,
+        &mut values.0,
+        &grads,
+        spec.restarts,
+        &spec.bounds,
+    );
+    history.steps += 1;
 }
 
 /// A trial-based optimizer's step (see [`crate::optim::trial`]).

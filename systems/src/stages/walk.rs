@@ -7,17 +7,20 @@
 //! A group's bindings are its candidate's parameters spread over the group's lanes (each
 //! restart's values repeated over its data points), the data columns tiled over restarts, and
 //! the shared inputs. The engine walks the program once over all the group's lanes, running the
-//! numeric kernels inline and recording the tape that the backward stage replays. Groups are
-//! walked in parallel (rayon); one group's walk is sequential, so its numbers do not depend on
-//! the thread count.
+//! numeric kernels inline and recording the tape, and the group's backward pass follows in the
+//! same task, while its values are still in cache (as after a replay: one parallel pass per
+//! step instead of two). Groups are walked in parallel (rayon); one group's walk is sequential,
+//! so its numbers do not depend on the thread count.
 
 use crate::machine::{Machine, locate};
 use crate::profile::{Profile, Stage, StageTimer};
+use crate::stages::backward::differentiate;
 use bevy_ecs::prelude::*;
 use ndvm_bytecode::Executable;
 use ndvm_components::prelude::*;
 use ndvm_engine::prelude::*;
 use rayon::prelude::*;
+use std::time::{Duration, Instant};
 
 pub fn walk<R: Real>(
     mut profile: ResMut<Profile>,
@@ -35,25 +38,39 @@ pub fn walk<R: Real>(
         })
         .collect();
     let candidates = &candidates;
-    let done: Vec<(u64, u64)> = todo
+    // Each group: whether it was walked and differentiated, its tape nodes, and the time its
+    // walk and its backward pass took.
+    let done: Vec<([bool; 2], u64, [Duration; 2])> = todo
         .par_iter_mut()
         .map(|(group, _, machine, out)| {
             let Ok((cand, spec, values, compiled, _)) = candidates.get(group.candidate) else {
-                return (0, 0);
+                return ([false; 2], 0, [Duration::ZERO; 2]);
             };
+            let start = Instant::now();
             machine.bindings = bind(&group.lanes, spec, values);
             machine.walked.clone_from(&group.lanes);
             machine.walks += 1;
             walk_group(machine, out, &compiled.0, &cand.source, group.lanes.len());
-            (1, out.tape_nodes)
+            let walked = start.elapsed();
+            // The backward pass right after the walk, as after a replay: one parallel pass.
+            let ran = machine.result.is_some();
+            differentiate(group, machine, out, spec);
+            (
+                [true, ran],
+                out.tape_nodes,
+                [walked, start.elapsed() - walked],
+            )
         })
         .collect();
-    for (walks, nodes) in done {
-        profile.counters.walks += walks;
+    let mut times = [Duration::ZERO; 2];
+    for ([walked, differentiated], nodes, [w, b]) in done {
+        profile.counters.walks += u64::from(walked);
+        profile.counters.backward_passes += u64::from(differentiated);
         profile.counters.tape_nodes += nodes;
+        times = [times[0] + w, times[1] + b];
     }
     profile.counters.lanes += todo.iter().map(|(g, ..)| g.lanes.len() as u64).sum::<u64>();
-    profile.record(timer);
+    profile.record_shared(timer, Stage::Backward, (times[0], times[1]));
 }
 
 /// Rewrites the parameter values of `bindings` (made by [`bind`] for `lanes`) in place.

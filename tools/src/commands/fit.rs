@@ -21,8 +21,8 @@ use std::sync::atomic::Ordering;
 pub struct FitArgs {
     /// The scene file (`*.scene.ron`); its relative paths are relative to its folder.
     scene: PathBuf,
-    /// Worker threads (default: the scene's `threads`, else one per core). Results do not
-    /// depend on it.
+    /// Worker threads (default: the scene's `threads`, else one per core; never more than the
+    /// cores available). Results do not depend on it.
     #[arg(long, value_name = "N")]
     threads: Option<usize>,
     /// Optimizer steps per candidate (overrides the scene's `steps`).

@@ -35,7 +35,8 @@ pub struct SearchArgs {
     /// Stop after this many calibrations (results are then identical at every thread count).
     #[arg(long, value_name = "N")]
     calibrations: Option<u64>,
-    /// Worker threads (default: the scene's `threads`, else one per core).
+    /// Worker threads (default: the scene's `threads`, else one per core; never more than the
+    /// cores available). Under a calibration budget results do not depend on it.
     #[arg(long, value_name = "N")]
     threads: Option<usize>,
     /// Write the log, results, frontier CSV and plot into this folder (created if missing;

@@ -1,0 +1,302 @@
+//! Scaling across cores (docs/performance.md, "Scaling"): the search and fit scenes at each
+//! thread count, beside the machine's own ceiling, with the serial fraction and the per-step
+//! overhead they imply and an Amdahl projection to 16 and 64 cores.
+//!
+//! - Searches run under a calibration budget (results identical at every thread count) and
+//!   report calibrations per second; fits report wall seconds.
+//! - **Ceiling**: as many independent one-thread runs at once as the largest thread count (each
+//!   its own pool, started together): what the cores give work that shares nothing, memory
+//!   bandwidth and clock included. Efficiency is the N-thread rate over that ceiling.
+//! - **Serial fraction** (Karp–Flatt) from the speedup S at N threads: e = (1/S − 1/N)/(1 − 1/N);
+//!   Amdahl's law then projects S(p) = 1/(e + (1 − e)/p). **Per-step overhead**: the step loop's
+//!   wall time at N threads beyond a perfect split of the one-thread time, per fit step.
+//! - Rounds alternate thread counts and the ceiling; each figure is the median of its rounds.
+//!
+//! ```sh
+//! cargo bench -p ndvm-benches --bench scaling                     # 3 rounds (about 6 minutes on 2 cores)
+//! cargo bench -p ndvm-benches --bench scaling -- scalar 5         # one workload, 5 rounds
+//! NDVM_SCALING_THREADS=1,2,4,8,16 cargo bench -p ndvm-benches --bench scaling
+//! ```
+//!
+//! The default thread counts are 1, 2, 4, … up to the machine's cores, then 8× the cores (a
+//! request beyond the cores starts no more workers than there are cores). Under
+//! `cargo test --benches` (no `--bench` flag) every workload runs once at 1 and 2 threads with a
+//! small budget.
+
+use ndvm_benches::feynman;
+use ndvm_components::scene::{Device, Scene};
+use ndvm_systems::prelude::*;
+use ndvm_systems::search::{Search, SearchOptions};
+use std::time::Instant;
+
+/// One workload: a search (calibrations) or a fit (optimizer steps per candidate).
+#[derive(Clone, Copy)]
+enum Work {
+    Search {
+        scene: &'static str,
+        calibrations: u64,
+    },
+    Fit {
+        scene: &'static str,
+        steps: Option<u32>,
+    },
+}
+
+/// What one run measured.
+#[derive(Clone, Copy, Default)]
+struct Run {
+    /// Calibrations per second (a search) or fits per second (a fit): higher is better.
+    rate: f64,
+    /// The step loop's wall time and its steps (from the fit's profile).
+    loop_s: f64,
+    steps: u64,
+    /// The answer, to check that every thread count computed the same thing.
+    digest: u64,
+}
+
+fn load(name: &str) -> Scene {
+    let text = std::fs::read_to_string(feynman::scenes().join(name)).expect("scene");
+    Scene::from_ron(&text).expect("scene parses")
+}
+
+fn digest(s: &str) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    s.hash(&mut h);
+    h.finish()
+}
+
+fn run(work: Work, threads: usize) -> Run {
+    let start = Instant::now();
+    match work {
+        Work::Search {
+            scene,
+            calibrations,
+        } => {
+            let options = SearchOptions {
+                threads: Some(threads),
+                calibrations: Some(calibrations),
+                ..SearchOptions::default()
+            };
+            let mut log = String::new();
+            let mut search =
+                Search::new(&load(scene), &feynman::scenes(), &options).expect("search starts");
+            let report = search.run(|e| {
+                if let ndvm_systems::search::Event::Calibrated(r, _) = e {
+                    log.push_str(&format!(
+                        "{} {} {:?}\n",
+                        r.candidate, r.train_loss, r.params
+                    ));
+                }
+            });
+            let wall_s = start.elapsed().as_secs_f64();
+            let p = report.timing.profile.as_ref().expect("a profile");
+            Run {
+                rate: report.summary.calibrations as f64 / wall_s,
+                loop_s: p.wall_s,
+                steps: p.counters.steps,
+                digest: digest(&log),
+            }
+        }
+        Work::Fit { scene, steps } => {
+            let options = FitOptions {
+                threads: Some(threads),
+                steps,
+                settings: FitSettings {
+                    device: Some(Device::Cpu),
+                    ..FitSettings::default()
+                },
+                ..FitOptions::default()
+            };
+            let mut fit = Fit::new(&load(scene), &feynman::scenes(), &options).expect("fit");
+            let report = fit.run(|_| {});
+            let wall_s = start.elapsed().as_secs_f64();
+            let losses: Vec<_> = report
+                .candidates
+                .iter()
+                .map(|c| (c.loss, &c.params))
+                .collect();
+            let p = fit.profile().report();
+            Run {
+                rate: 1.0 / wall_s,
+                loop_s: p.wall_s,
+                steps: p.counters.steps,
+                digest: digest(&format!("{losses:?}")),
+            }
+        }
+    }
+}
+
+/// `n` independent one-thread runs started together: their summed rate.
+fn ceiling(work: Work, n: usize) -> f64 {
+    std::thread::scope(|s| {
+        let runs: Vec<_> = (0..n).map(|_| s.spawn(move || run(work, 1))).collect();
+        runs.into_iter().map(|h| h.join().expect("run").rate).sum()
+    })
+}
+
+fn median(mut xs: Vec<f64>) -> f64 {
+    xs.sort_by(f64::total_cmp);
+    xs[xs.len() / 2]
+}
+
+/// Karp–Flatt serial fraction from speedup `s` at `n` threads.
+fn serial_fraction(s: f64, n: usize) -> f64 {
+    let n = n as f64;
+    ((1.0 / s - 1.0 / n) / (1.0 - 1.0 / n)).clamp(0.0, 1.0)
+}
+
+fn amdahl(e: f64, p: f64) -> f64 {
+    1.0 / (e + (1.0 - e) / p)
+}
+
+fn measure(name: &str, work: Work, threads: &[usize], rounds: usize, cores: usize) {
+    let widest = threads
+        .iter()
+        .copied()
+        .filter(|&t| t <= cores)
+        .max()
+        .unwrap_or(1);
+    let mut rates = vec![Vec::new(); threads.len()];
+    let mut loops = vec![Vec::new(); threads.len()];
+    let mut ceilings = Vec::new();
+    let mut steps = 0;
+    let mut digests = std::collections::BTreeSet::new();
+    // One untimed run first: pages, caches and the allocator warm up outside the figures.
+    digests.insert(run(work, widest).digest);
+    for _ in 0..rounds {
+        for (i, &t) in threads.iter().enumerate() {
+            let r = run(work, t);
+            rates[i].push(r.rate);
+            loops[i].push(r.loop_s);
+            steps = r.steps;
+            digests.insert(r.digest);
+        }
+        if widest > 1 {
+            ceilings.push(ceiling(work, widest));
+        }
+    }
+    let unit = match work {
+        Work::Search { .. } => "cal/s",
+        Work::Fit { .. } => "wall s",
+    };
+    println!("\n{name} ({unit}; {steps} steps; medians of {rounds} rounds)");
+    println!(
+        "{:>8} {:>12} {:>9} {:>11} {:>10} {:>14}",
+        "threads", unit, "speedup", "vs ceiling", "serial e", "overhead/step"
+    );
+    let one = median(rates[0].clone());
+    let one_loop = median(loops[0].clone());
+    let ceiling = (!ceilings.is_empty()).then(|| median(ceilings.clone()));
+    let mut e_widest = None;
+    for (i, &t) in threads.iter().enumerate() {
+        let rate = median(rates[i].clone());
+        let s = rate / one;
+        let shown = match work {
+            Work::Search { .. } => format!("{rate:.0}"),
+            Work::Fit { .. } => format!("{:.3}", 1.0 / rate),
+        };
+        let used = t.min(cores);
+        let e = (used > 1).then(|| serial_fraction(s, used));
+        if t == widest {
+            e_widest = e;
+        }
+        let vs = match ceiling {
+            Some(c) if t == widest => format!("{:.0}%", 100.0 * rate / c),
+            _ => "-".into(),
+        };
+        let overhead = (median(loops[i].clone()) - one_loop / used as f64) / steps.max(1) as f64;
+        println!(
+            "{t:>8} {shown:>12} {s:>8.2}× {vs:>11} {:>10} {:>11.1} µs",
+            e.map_or("-".into(), |e| format!("{e:.3}")),
+            overhead * 1e6
+        );
+    }
+    if let Some(c) = ceiling {
+        let shown = match work {
+            Work::Search { .. } => format!("{c:.0} cal/s together"),
+            Work::Fit { .. } => format!("{:.3} s per fit", widest as f64 / c),
+        };
+        println!("ceiling: {widest} independent one-thread runs at once: {shown}");
+    }
+    if let Some(e) = e_widest {
+        println!(
+            "Amdahl from {widest} threads (e = {e:.3}): {:.1}× on 16 cores, {:.1}× on 64",
+            amdahl(e, 16.0),
+            amdahl(e, 64.0)
+        );
+    }
+    assert_eq!(
+        digests.len(),
+        1,
+        "{name}: the answer changed with the thread count"
+    );
+}
+
+fn main() {
+    let (full, words) = ndvm_benches::bench_args();
+    let part = words.first().map_or("all", String::as_str);
+    let rounds = words.get(1).and_then(|s| s.parse().ok()).unwrap_or(3);
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let threads: Vec<usize> = match std::env::var("NDVM_SCALING_THREADS") {
+        Ok(list) => list
+            .split(',')
+            .filter_map(|t| t.trim().parse().ok())
+            .collect(),
+        Err(_) if !full => vec![1, 2],
+        Err(_) => {
+            let mut t: Vec<usize> = std::iter::successors(Some(1), |&t| Some(t * 2))
+                .take_while(|&t| t <= cores)
+                .collect();
+            if t.last() != Some(&cores) {
+                t.push(cores);
+            }
+            t.push(8 * cores);
+            t
+        }
+    };
+    let scale = |n: u64| if full { n } else { n / 20 };
+    let works = [
+        (
+            "scalar",
+            Work::Search {
+                scene: "search_scalar.scene.ron",
+                calibrations: scale(30_000),
+            },
+        ),
+        (
+            "recurrence",
+            Work::Search {
+                scene: "search_recurrence.scene.ron",
+                calibrations: scale(6_000),
+            },
+        ),
+        (
+            "feynman",
+            Work::Search {
+                scene: "search_feynman.scene.ron",
+                calibrations: scale(6_000),
+            },
+        ),
+        (
+            "cosearch",
+            Work::Fit {
+                scene: "cosearch.scene.ron",
+                steps: (!full).then_some(20),
+            },
+        ),
+        (
+            "kalman_nd",
+            Work::Fit {
+                scene: "kalman_nd.scene.ron",
+                steps: Some(if full { 5 } else { 1 }),
+            },
+        ),
+    ];
+    println!("{cores} cores; thread counts {threads:?}");
+    for (name, work) in works {
+        if part == "all" || part == name {
+            measure(name, work, &threads, if full { rounds } else { 1 }, cores);
+        }
+    }
+}
