@@ -2,8 +2,9 @@
 //!
 //! A candidate is spawned with [`Candidate`], [`FitSpec`], [`ParamValues`] and [`Status`]; the
 //! decode system adds [`Compiled`], the schedule system admits it (spawning its lane groups,
-//! listed in [`Groups`]), the merge-masks system fills [`LaneResults`], and the optimize system
-//! moves [`ParamValues`] and appends to [`History`]. Everything here is plain data.
+//! listed in [`Groups`]), and the optimize system merges its groups into [`LaneResults`] (the
+//! merge-masks work), then moves [`ParamValues`] and appends to [`History`]. Everything here is
+//! plain data.
 
 use crate::dataset::Dataset;
 use crate::optimizer::{Bounds, Optimizer};
