@@ -10,6 +10,9 @@
 //! - **Serial fraction** (Karp–Flatt) from the speedup S at N threads: e = (1/S − 1/N)/(1 − 1/N);
 //!   Amdahl's law then projects S(p) = 1/(e + (1 − e)/p). **Per-step overhead**: the step loop's
 //!   wall time at N threads beyond a perfect split of the one-thread time, per fit step.
+//! - **The search loop's serial share**, measured directly: its phases between fit steps
+//!   (`timing.search_loop` of the search report) over the one-thread wall time, and the
+//!   speedup that share alone allows on 16 and 64 cores.
 //! - Rounds alternate thread counts and the ceiling; each figure is the median of its rounds.
 //!
 //! ```sh
@@ -47,9 +50,12 @@ enum Work {
 struct Run {
     /// Calibrations per second (a search) or fits per second (a fit): higher is better.
     rate: f64,
+    wall_s: f64,
     /// The step loop's wall time and its steps (from the fit's profile).
     loop_s: f64,
     steps: u64,
+    /// A search loop's serial seconds (its phases between steps, `LoopTimes::serial_s`).
+    serial_s: f64,
     /// The answer, to check that every thread count computed the same thing.
     digest: u64,
 }
@@ -93,8 +99,10 @@ fn run(work: Work, threads: usize) -> Run {
             let p = report.timing.profile.as_ref().expect("a profile");
             Run {
                 rate: report.summary.calibrations as f64 / wall_s,
+                wall_s,
                 loop_s: p.wall_s,
                 steps: p.counters.steps,
+                serial_s: report.timing.search_loop.serial_s(),
                 digest: digest(&log),
             }
         }
@@ -119,8 +127,10 @@ fn run(work: Work, threads: usize) -> Run {
             let p = fit.profile().report();
             Run {
                 rate: 1.0 / wall_s,
+                wall_s,
                 loop_s: p.wall_s,
                 steps: p.counters.steps,
+                serial_s: 0.0,
                 digest: digest(&format!("{losses:?}")),
             }
         }
@@ -160,6 +170,7 @@ fn measure(name: &str, work: Work, threads: &[usize], rounds: usize, cores: usiz
     let mut rates = vec![Vec::new(); threads.len()];
     let mut loops = vec![Vec::new(); threads.len()];
     let mut ceilings = Vec::new();
+    let mut serial = Vec::new();
     let mut steps = 0;
     let mut digests = std::collections::BTreeSet::new();
     // One untimed run first: pages, caches and the allocator warm up outside the figures.
@@ -169,6 +180,9 @@ fn measure(name: &str, work: Work, threads: &[usize], rounds: usize, cores: usiz
             let r = run(work, t);
             rates[i].push(r.rate);
             loops[i].push(r.loop_s);
+            if t == 1 {
+                serial.push(r.serial_s / r.wall_s);
+            }
             steps = r.steps;
             digests.insert(r.digest);
         }
@@ -218,6 +232,17 @@ fn measure(name: &str, work: Work, threads: &[usize], rounds: usize, cores: usiz
             Work::Fit { .. } => format!("{:.3} s per fit", widest as f64 / c),
         };
         println!("ceiling: {widest} independent one-thread runs at once: {shown}");
+    }
+    if matches!(work, Work::Search { .. }) && !serial.is_empty() {
+        // Measured directly: the search loop's serial phases over the one-thread wall time.
+        let e = median(serial);
+        println!(
+            "search loop between steps, measured at 1 thread: {:.1}% of the wall time \
+             (alone it caps 16 cores at {:.1}×, 64 at {:.1}×)",
+            100.0 * e,
+            amdahl(e, 16.0),
+            amdahl(e, 64.0)
+        );
     }
     if let Some(e) = e_widest {
         println!(

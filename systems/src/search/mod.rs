@@ -57,7 +57,7 @@ pub mod stream;
 
 pub use proposer::{Context, Notes, Proposal, Proposer, ProposerError, ProposerRegistry};
 pub use record::Record;
-pub use report::{SearchReport, Summary};
+pub use report::{LoopTimes, SearchReport, Summary};
 
 use crate::fit::{Fit, FitError, FitOptions};
 use crate::plugin::Engine;
@@ -189,6 +189,8 @@ pub struct Search {
     interrupted: Arc<AtomicBool>,
     threads: usize,
     precision: Precision,
+    /// Where the loop's time went ([`report::LoopTimes`]).
+    loop_times: report::LoopTimes,
 }
 
 impl std::fmt::Debug for Search {
@@ -314,6 +316,7 @@ impl Search {
             interrupted: options.interrupted.clone().unwrap_or_default(),
             threads,
             precision,
+            loop_times: report::LoopTimes::default(),
         };
         Ok(search)
     }
@@ -340,16 +343,32 @@ impl Search {
             if deadline.is_some_and(|d| Instant::now() >= d) {
                 break "seconds";
             }
+            let mut clock = Instant::now();
+            let mut lap = |phase: &mut f64| {
+                let now = Instant::now();
+                *phase += (now - clock).as_secs_f64();
+                clock = now;
+            };
             self.refill(&mut on_event);
+            let mut t = self.loop_times;
+            lap(&mut t.refill_s);
             if self.inflight.is_empty() {
+                self.loop_times = t;
                 let spent = self.max_calibrations.is_some_and(|m| self.admitted >= m);
                 break if spent { "calibrations" } else { "proposers" };
             }
             self.fit.step();
+            lap(&mut t.step_s);
             let done = self.fit.retire();
+            lap(&mut t.retire_s);
+            self.loop_times = t;
             self.record(done, &mut on_event);
+            let mut t = self.loop_times;
+            lap(&mut t.record_s);
             let p = self.progress();
             on_event(Event::Progress(&p));
+            lap(&mut t.events_s);
+            self.loop_times = t;
         };
         for slot in &mut self.slots {
             slot.proposer.finish();
@@ -410,6 +429,7 @@ impl Search {
             first_success_s: self.first_success_s,
             threads: self.threads,
             profile: self.fit.profile().report(),
+            search_loop: self.loop_times,
             frontier: self.frontier.clone(),
         })
     }

@@ -30,6 +30,7 @@ pub(crate) struct Parts<'a> {
     pub first_success_s: Option<f64>,
     pub threads: usize,
     pub profile: ProfileReport,
+    pub search_loop: LoopTimes,
     pub frontier: Frontier,
 }
 
@@ -103,6 +104,32 @@ pub struct Timing {
     pub threads: usize,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub profile: Option<ProfileReport>,
+    /// Where the search loop's wall time went (`step` is the fit's parallel work; the rest runs
+    /// on one thread between steps).
+    pub search_loop: LoopTimes,
+}
+
+/// The search loop's phases, in seconds summed over its steps: asking the proposers for
+/// candidates and admitting them (`refill`), one fit step (`step`), taking the finished
+/// candidates out with their reports (`retire`), turning them into records — the held-out R²
+/// of every draw (`held_out`, also inside `record`), numbering, tallies, the caller's log and
+/// the proposers' `observe` — and the progress event (`events`). Everything but `step` is
+/// serial: its share bounds the speedup any number of cores can give (docs/performance.md).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct LoopTimes {
+    pub refill_s: f64,
+    pub step_s: f64,
+    pub retire_s: f64,
+    pub record_s: f64,
+    pub held_out_s: f64,
+    pub events_s: f64,
+}
+
+impl LoopTimes {
+    /// The serial seconds: everything but the fit step (`held_out` is part of `record`).
+    pub fn serial_s(&self) -> f64 {
+        self.refill_s + self.retire_s + self.record_s + self.events_s
+    }
 }
 
 pub(crate) fn build(p: Parts<'_>) -> SearchReport {
@@ -148,6 +175,7 @@ pub(crate) fn build(p: Parts<'_>) -> SearchReport {
             first_success_s: p.first_success_s,
             threads: p.threads,
             profile: Some(p.profile),
+            search_loop: p.search_loop,
         },
         frontier: p.frontier,
     }

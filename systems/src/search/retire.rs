@@ -62,7 +62,10 @@ impl Search {
                     .iter()
                     .map(|r| names.iter().map(|n| r.params[n]).collect())
                     .collect();
-                self.held.r2(&flight.proposal.src, names, &finals)
+                let start = std::time::Instant::now();
+                let r2 = self.held.r2(&flight.proposal.src, names, &finals);
+                self.loop_times.held_out_s += start.elapsed().as_secs_f64();
+                r2
             } else {
                 vec![None; c.restarts.len()]
             };
