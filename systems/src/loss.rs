@@ -142,13 +142,26 @@ pub fn r_squared(axes: LaneAxes, out: &[f64], y: &[f64], mask: &[bool]) -> Vec<f
         .filter(|(_, (_, m))| **m)
         .map(|(k, (&yk, _))| (k, yk))
         .collect();
-    let mean = held.iter().map(|(_, y)| y).sum::<f64>() / held.len().max(1) as f64;
-    let total: f64 = held.iter().map(|(_, y)| (y - mean) * (y - mean)).sum();
+    // The ratio does not change when every deviation is divided by one scale, and divided the
+    // squares cannot overflow (a target of 1e300 once gave NaN): the mean is taken term by term
+    // for the same reason.
+    let n = held.len().max(1) as f64;
+    let mean = held.iter().fold(0.0, |m, (_, y)| m + y / n);
+    let scale = held
+        .iter()
+        .map(|(_, y)| (y - mean).abs())
+        .fold(0.0, f64::max);
+    let scale = if scale > 0.0 && scale.is_finite() {
+        scale
+    } else {
+        1.0
+    };
+    let total: f64 = held.iter().map(|(_, y)| ((y - mean) / scale).powi(2)).sum();
     (0..axes.restarts)
         .map(|r| {
             let resid: f64 = held
                 .iter()
-                .map(|&(k, yk)| (out[axes.lane(r, k)] - yk).powi(2))
+                .map(|&(k, yk)| ((out[axes.lane(r, k)] - yk) / scale).powi(2))
                 .sum();
             1.0 - resid / total
         })
@@ -172,6 +185,23 @@ mod tests {
             panic!("numbers")
         };
         (out, e.grads.into_iter().map(|(_, g)| g).collect())
+    }
+
+    /// R² is scale-free: targets of 1e300 give the figure of the same data at 1 (not NaN).
+    #[test]
+    fn r_squared_does_not_overflow_on_huge_targets() {
+        let axes = LaneAxes {
+            restarts: 1,
+            points: 4,
+        };
+        let mask = [true; 4];
+        let (y, out) = ([1.0, 2.0, 3.0, 5.0], [1.0, 2.1, 3.0, 4.5]);
+        let small = r_squared(axes, &out, &y, &mask)[0];
+        let big = |v: &[f64; 4]| v.map(|x| x * 1e300);
+        let huge = r_squared(axes, &big(&out), &big(&y), &mask)[0];
+        // 1 − (0.01 + 0.25) / 8.75
+        assert!((small - (1.0 - 0.26 / 8.75)).abs() < 1e-12, "{small}");
+        assert!((huge - small).abs() < 1e-12, "{huge} vs {small}");
     }
 
     #[test]

@@ -36,8 +36,10 @@ pub fn render(err: &Error, name: &str, src: &str) -> String {
     let Some(span) = err.span else { return head };
     // The excerpt renderer cannot place columns past 65,535 (and nobody reads such a line):
     // long lines get the location alone.
-    let start = (span.start as usize).min(src.len());
-    let end = (span.end as usize).clamp(start, src.len());
+    // A span from bytes that are not the text's (a binary bytecode file read as text, a span
+    // past a replaced character) may fall inside a character: widen it to whole characters.
+    let start = src.floor_char_boundary((span.start as usize).min(src.len()));
+    let end = src.ceil_char_boundary((span.end as usize).clamp(start, src.len()));
     // The lines the excerpt would print: those the span covers, and one either side.
     let mut last = line + src[start..end].matches('\n').count();
     // A form over many lines is pointed at by its first line (the excerpt would print them all).
@@ -71,7 +73,7 @@ pub fn render(err: &Error, name: &str, src: &str) -> String {
         kind: err.kind.to_string(),
         message: err.message.clone(),
         src: NamedSource::new(name, src.to_string()),
-        span: Some((start, (end - start).max(usize::from(start < src.len()))).into()),
+        span: Some((start, (end - start).max(first_char_len(&src[start..]))).into()),
         help: err
             .lanes
             .as_ref()
@@ -88,6 +90,11 @@ pub fn render(err: &Error, name: &str, src: &str) -> String {
     format!("{head}\n{out}{spans_lines}")
 }
 
+/// The byte length of the first character of `s` (0 when empty): an empty span's marker.
+fn first_char_len(s: &str) -> usize {
+    s.chars().next().map_or(0, char::len_utf8)
+}
+
 /// `{"kind", "message", "line", "column"}`.
 pub fn json(err: &Error, src: &str) -> serde_json::Value {
     let (line, col) = err.span.map_or((0, 0), |s| s.line_col(src));
@@ -97,4 +104,27 @@ pub fn json(err: &Error, src: &str) -> serde_json::Value {
         "line": line,
         "column": col,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ndvm_engine::error::{ErrorKind, Span};
+
+    /// A span whose ends fall inside multi-byte characters renders them whole instead of
+    /// panicking (binary bytecode read as text once did: `byte index … is not a char boundary`).
+    #[test]
+    fn a_span_inside_a_character_is_widened_to_whole_characters() {
+        let src = "(+ x ééé)\n✓✓\n";
+        for start in 0..src.len() as u32 {
+            for end in [start, start + 1, start + 3, src.len() as u32 + 4] {
+                let err = Error::new(ErrorKind::Syntax, "bad", Span::new(start, end));
+                let text = render(&err, "p.scm", src);
+                assert!(text.starts_with("error: syntax error at p.scm:"), "{text}");
+            }
+        }
+        let err = Error::new(ErrorKind::Syntax, "bad", Span::new(6, 7));
+        let text = render(&err, "p.scm", src);
+        assert!(text.contains("p.scm:1:6"), "{text}");
+    }
 }

@@ -75,15 +75,39 @@ pub fn check_writable(path: &Path) -> Result<(), Failure> {
             folder.display()
         )));
     }
+    check_replaceable(path)?;
     let probe = folder.join(format!(".ndvm-write-check.{}", std::process::id()));
     std::fs::File::create(&probe)
         .and_then(|_| std::fs::remove_file(&probe))
         .map_err(|e| Failure::Usage(format!("cannot write {}: {e}", path.display())))
 }
 
-/// Writes `text` to a temporary file beside `path`, then renames it over `path`: an interrupted
-/// write never leaves a half-written file, nor destroys the previous one.
-pub fn write_atomically(path: &Path, text: &str) -> Result<(), Failure> {
+/// Fails when `path` exists and is not a regular file: an output replaces only a regular file,
+/// never a symbolic link (whose target it would write), a device, a FIFO or a folder.
+pub fn check_replaceable(path: &Path) -> Result<(), Failure> {
+    match std::fs::symlink_metadata(path) {
+        Ok(m) if !m.file_type().is_file() => {
+            let what = if m.file_type().is_symlink() {
+                "a symbolic link"
+            } else if m.is_dir() {
+                "a folder"
+            } else {
+                "not a regular file (a device, a FIFO or a socket)"
+            };
+            Err(Failure::Usage(format!(
+                "cannot write {}: it is {what}; outputs replace only regular files",
+                path.display()
+            )))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Writes `bytes` to a temporary file beside `path`, then renames it over `path`: an interrupted
+/// write never leaves a half-written file, nor destroys the previous one. Only a regular file is
+/// replaced ([`check_replaceable`]).
+pub fn write_atomically(path: &Path, bytes: impl AsRef<[u8]>) -> Result<(), Failure> {
+    check_replaceable(path)?;
     let fail = |e: std::io::Error| Failure::Usage(format!("cannot write {}: {e}", path.display()));
     let name = path
         .file_name()
@@ -92,7 +116,7 @@ pub fn write_atomically(path: &Path, text: &str) -> Result<(), Failure> {
     let written = (|| {
         use std::io::Write;
         let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(text.as_bytes())?;
+        f.write_all(bytes.as_ref())?;
         f.sync_all()
     })();
     if let Err(e) = written.and_then(|()| std::fs::rename(&tmp, path)) {

@@ -96,9 +96,15 @@ pub fn table<R: Real>(e: &Evaluation<R>) -> String {
 /// Prints `text` and a newline on standard output. A closed pipe (`ndvm … | head`) ends the
 /// output quietly; any other write error (a full disk) is an error, not a panic.
 pub fn print(text: &str) -> Result<(), crate::Failure> {
+    print_bytes(format!("{text}\n").as_bytes())
+}
+
+/// Writes `bytes` to standard output: a closed pipe ends quietly, any other failure (a full
+/// disk) is an error with exit status 1.
+pub fn print_bytes(bytes: &[u8]) -> Result<(), crate::Failure> {
     use std::io::Write;
     let mut out = std::io::stdout().lock();
-    match writeln!(out, "{text}").and_then(|()| out.flush()) {
+    match out.write_all(bytes).and_then(|()| out.flush()) {
         Ok(()) => Ok(()),
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
         Err(e) => {

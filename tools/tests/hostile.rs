@@ -518,3 +518,32 @@ fn excerpts_stay_short_beside_long_lines_and_long_forms() {
     let err = fails_with(&["run", &short], 1, " 1 │ (+ 1 2)");
     assert!(err.contains(" 3 │ (+ 3 4)"), "{err}");
 }
+
+/// A candidate with no constants under every optimizer: nothing to fit, its loss reported
+/// (Levenberg–Marquardt once panicked on the empty Jacobian: `chunk size must be non-zero`).
+#[test]
+fn a_candidate_without_constants_fits_under_every_optimizer() {
+    for optimizer in ["LevenbergMarquardt()", "Lbfgs()", "Adam(lr: 0.1)"] {
+        let scene = file(
+            "no_constants.scene.ron",
+            &format!(
+                r#"Scene(
+    candidates: [Inline(name: "c", src: "(* 3 t)")],
+    parameters: Parameters(names: []),
+    data: Some(Synthetic(program: "(* 2 t)", inputs: {{"t": Linspace(0.0, 1.0, 5)}})),
+    loss: Mse,
+    optimizer: {optimizer},
+    steps: 10,
+)"#
+            ),
+        );
+        let out = ndvm(&["fit", &scene, "--json", "--out", &file("nc.json", "")]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{optimizer}: {err}");
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+        let c = &v["candidates"][0];
+        // Mean of (t)² over t = 0, .25, .5, .75, 1: 0.375.
+        let loss = c["loss"].as_f64().expect("a loss");
+        assert!((loss - 0.375).abs() < 1e-12, "{optimizer}: {c}");
+    }
+}

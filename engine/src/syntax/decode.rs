@@ -100,6 +100,12 @@ pub fn decode(
     })
 }
 
+/// Longest unbound name (bytes) that gets a "did you mean" (a distance costs the product of the
+/// two names' lengths: a 64k-character name once took 20 s).
+const HINT_LONGEST: usize = 64;
+/// Most names a "did you mean" compares against (a scope of 200,000 defines is possible).
+const HINT_NAMES: usize = 4096;
+
 impl Decoder<'_> {
     fn push(&mut self, node: Node, span: Span) -> NodeId {
         self.p.nodes.push(node);
@@ -156,7 +162,8 @@ impl Decoder<'_> {
         Err(Error::new(ErrorKind::Unbound, msg, span))
     }
 
-    /// For an unbound `name`: what other languages call it ([`ALIASES`]), or the closest name
+    /// For an unbound `name` (at most [`HINT_LONGEST`] bytes long; at most [`HINT_NAMES`] names
+    /// compared, innermost first): what other languages call it ([`ALIASES`]), or the closest name
     /// it could have meant (a variable in scope, an input, a primitive; one that differs only in
     /// case first), and the program's inputs.
     fn unbound_hint(&self, name: &str) -> String {
@@ -175,13 +182,22 @@ impl Decoder<'_> {
         let closest = match (same_but_case, alias) {
             (Some(k), _) => format!("; did you mean `{k}`?"),
             (None, Some((_, advice))) => format!("; {advice}"),
-            (None, None) => known
-                .iter()
-                .map(|k| (strsim::damerau_levenshtein(name, k), k))
-                .filter(|(d, _)| *d <= limit)
-                .min_by_key(|(d, _)| *d)
-                .map(|(_, k)| format!("; did you mean `{k}`?"))
-                .unwrap_or_default(),
+            // The distance costs the product of the two lengths: a name nobody would type gets
+            // no suggestion, and only names whose length is within reach are compared.
+            (None, None) if name.len() > HINT_LONGEST => String::new(),
+            (None, None) => {
+                let len = name.chars().count();
+                known
+                    .iter()
+                    .filter(|k| k.len() <= 4 * HINT_LONGEST)
+                    .filter(|k| k.chars().count().abs_diff(len) <= limit)
+                    .take(HINT_NAMES)
+                    .map(|k| (strsim::damerau_levenshtein(name, k), k))
+                    .filter(|(d, _)| *d <= limit)
+                    .min_by_key(|(d, _)| *d)
+                    .map(|(_, k)| format!("; did you mean `{k}`?"))
+                    .unwrap_or_default()
+            }
         };
         let inputs = if self.input_names.is_empty() {
             " (the program has no inputs)".to_string()
@@ -387,6 +403,30 @@ mod tests {
         assert_eq!(
             p.lambdas.iter().map(|l| l.frame_size).collect::<Vec<_>>(),
             vec![0, 2]
+        );
+    }
+
+    /// An unbound name of 64k characters beside a defined one of the same length gets its
+    /// error and no suggestion (comparing them cost 20 s); a typo still gets one.
+    #[test]
+    fn a_huge_unbound_name_gets_no_suggestion_and_a_typo_does() {
+        let long = "v".repeat(65_536);
+        let other = format!("{}w", "v".repeat(65_535));
+        let src = format!("(define {other} 1) {long}");
+        let e = Program::new(&src, &[]).expect_err("unbound");
+        assert!(e.message.contains("unbound"), "{}", &e.message[..200]);
+        assert!(!e.message.contains("did you mean"));
+        assert!(e.message.len() < 66_000 + 200, "{}", e.message.len());
+        let e = Program::new("(define rate 1) (* rat 2)", &[]).expect_err("unbound");
+        assert!(e.message.contains("did you mean `rate`?"), "{}", e.message);
+        // Many names in scope: the innermost of reachable length are compared.
+        let defines: String = (0..20_000).map(|i| format!("(define n{i} {i}) ")).collect();
+        let src = format!("{defines} (define zeta 1) zetq");
+        let e = Program::new(&src, &[]).expect_err("unbound");
+        assert!(
+            e.message.contains("did you mean `zeta`?"),
+            "{}",
+            &e.message[..200]
         );
     }
 

@@ -68,6 +68,10 @@ pub fn inverse(n: usize, a: &[f64]) -> Option<Vec<f64>> {
 
 /// `JᵀJ` (row-major, `p × p`) and `Jᵀe` of a row-major `rows × p` Jacobian `j`.
 pub fn normal_equations(p: usize, j: &[f64], e: &[f64]) -> (Vec<f64>, Vec<f64>) {
+    if p == 0 {
+        // Nothing to fit: an empty system.
+        return (Vec::new(), Vec::new());
+    }
     let mut jtj = vec![0.0; p * p];
     let mut jte = vec![0.0; p];
     for (row, &ek) in j.chunks_exact(p).zip(e) {

@@ -7,7 +7,6 @@ use crate::diagnostics;
 use clap::{Args, ValueEnum};
 use ndvm_bytecode::{Executable, Form};
 use ndvm_engine::extension::Registry;
-use std::io::Write;
 
 #[derive(Args, Debug)]
 pub struct AsmArgs {
@@ -58,14 +57,11 @@ pub fn asm(args: AsmArgs) -> Result<(), Failure> {
         To::Json => code.to_json().into_bytes(),
     };
     match &args.output {
-        Some(file) => std::fs::write(file, &out)
-            .map_err(|e| Failure::Usage(format!("cannot write {file}: {e}"))),
+        // By temporary file and rename: an interrupted write keeps the previous file whole.
+        Some(file) => crate::files::write_atomically(std::path::Path::new(file), &out),
         None if args.to == To::Nbcb => Err(Failure::Usage(
             "the binary form needs a file: give -o FILE".into(),
         )),
-        None => {
-            let _ = std::io::stdout().write_all(&out);
-            Ok(())
-        }
+        None => crate::output::print_bytes(&out),
     }
 }

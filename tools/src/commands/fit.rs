@@ -104,9 +104,16 @@ pub fn fit(args: FitArgs) -> Result<(), Failure> {
         .losses
         .clone()
         .or(scene.outputs.losses_csv.as_ref().map(PathBuf::from));
-    // A results path that cannot be written fails now, not after the whole fit.
+    // A results path that cannot be written fails now, not after the whole fit; two outputs
+    // at one path would leave only the last.
     for path in std::iter::once(&results).chain(&losses) {
         check_writable(path)?;
+    }
+    if losses.as_ref().is_some_and(|l| same_file(l, &results)) {
+        return Err(Failure::Usage(format!(
+            "the results and the losses would both be written to {}: give two paths",
+            results.display()
+        )));
     }
     if let Some(dir) = &args.plots {
         std::fs::create_dir_all(dir).map_err(|e| {
@@ -127,7 +134,7 @@ pub fn fit(args: FitArgs) -> Result<(), Failure> {
     let json = report::to_json(&report, Some(&timing), threads);
     write_atomically(&results, &json)?;
     if let Some(path) = &losses {
-        write_atomically(path, &report.losses_csv())?;
+        write_atomically(path, report.losses_csv())?;
     }
     if let Some(dir) = &args.plots {
         let data = fit.datasets();
@@ -250,6 +257,16 @@ fn trace_to(path: &Path) -> Result<tracing_chrome::FlushGuard, Failure> {
 }
 
 /// The default lane layout, with replay switched off on request.
+/// Whether two output paths name one file (compared as written, and through their folders).
+fn same_file(a: &Path, b: &Path) -> bool {
+    let resolve = |p: &Path| {
+        let folder = p.parent().filter(|f| !f.as_os_str().is_empty());
+        let folder = folder.map_or_else(|| std::fs::canonicalize("."), std::fs::canonicalize);
+        folder.ok().zip(p.file_name()).map(|(f, n)| f.join(n))
+    };
+    a == b || resolve(a).is_some_and(|x| Some(x) == resolve(b))
+}
+
 fn settings(walk_every_step: bool, device: Option<crate::device::DeviceArg>) -> FitSettings {
     FitSettings {
         walk_every_step,

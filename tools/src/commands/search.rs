@@ -204,6 +204,7 @@ fn open_log(dir: &Path) -> Result<Log, Failure> {
     create_folder(dir)?;
     let open = |name: &str| {
         let path = dir.join(name);
+        crate::files::check_replaceable(&path)?;
         File::create(&path)
             .map(BufWriter::new)
             .map_err(|e| Failure::Usage(format!("cannot write {}: {e}", path.display())))
