@@ -50,7 +50,7 @@ pub use backward::Pooling;
 pub use bindings::{Binding, Bindings, Input};
 pub use error::{Error, ErrorKind, Result, Span};
 pub use eval::{Evaluation, Output, evaluate};
-pub use limits::Limits;
+pub use limits::{Limits, Stop};
 pub use program::{Program, ProgramCache};
 pub use real::Real;
 pub use replay::Replay;
@@ -62,7 +62,7 @@ pub mod prelude {
     pub use crate::error::{Error, ErrorKind, Result};
     pub use crate::eval::{Evaluation, Output, evaluate};
     pub use crate::extension::{Primitive, Registry, check_primitive};
-    pub use crate::limits::Limits;
+    pub use crate::limits::{Limits, Stop};
     pub use crate::program::{Program, ProgramCache};
     pub use crate::real::Real;
     pub use crate::replay::Replay;

@@ -43,3 +43,32 @@ impl Limits {
         }
     }
 }
+
+/// How a [`Stop`]ped evaluation's error message begins.
+pub const STOPPED: &str = "stopped: the run was interrupted or its time budget ran out";
+
+/// Steps between two looks at a [`Stop`] (a clock read costs about as much as a few hundred
+/// steps' bookkeeping; 2¹⁴ steps take a few milliseconds).
+pub const STOP_EVERY: u64 = 1 << 14;
+
+/// An outside request to end an evaluation early: a flag (Ctrl-C, SIGTERM) and a deadline (a
+/// time budget). The walk looks at it every [`STOP_EVERY`] steps, so a budget or a signal is
+/// honoured within milliseconds even inside a 10⁸-step loop; the evaluation then ends with a
+/// `limit` error saying it was stopped.
+#[derive(Clone, Debug, Default)]
+pub struct Stop {
+    pub flag: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
+    pub deadline: Option<std::time::Instant>,
+}
+
+impl Stop {
+    /// Whether the flag is set or the deadline has passed.
+    pub fn requested(&self) -> bool {
+        self.flag
+            .as_ref()
+            .is_some_and(|f| f.load(std::sync::atomic::Ordering::Relaxed))
+            || self
+                .deadline
+                .is_some_and(|d| std::time::Instant::now() >= d)
+    }
+}

@@ -161,3 +161,44 @@ fn program_cache_shares_decoded_programs() {
     assert_eq!(cache.len(), 2);
     assert!(cache.get("(+ x", &["x"]).is_err());
 }
+
+/// A stop request ends a long loop at the next look (every `STOP_EVERY` steps) with a `limit`
+/// error saying so: a deadline already past at the first look, a flag set by another thread.
+#[test]
+fn a_stop_request_ends_a_long_loop_within_a_look() {
+    use ndvm_engine::limits::{STOP_EVERY, STOPPED};
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let program = Program::new("(loop ((i 0)) (if (= i 100000000) i (recur (+ i 1))))", &[])
+        .expect("decodes");
+    let mut vm = Vm::<f64>::new(Limits::default());
+    vm.stop = Stop {
+        flag: None,
+        deadline: Some(std::time::Instant::now()),
+    };
+    let e = evaluate(&mut vm, &program, &Bindings::new(), true).expect_err("stopped");
+    assert_eq!(e.kind, ErrorKind::Limit);
+    assert!(e.message.starts_with(STOPPED), "{}", e.message);
+    assert!(
+        e.message.contains(&format!("after {STOP_EVERY} steps")),
+        "{}",
+        e.message
+    );
+    // A flag set while the loop runs; the same evaluator runs a short program afterwards.
+    let flag = Arc::new(AtomicBool::new(false));
+    vm.stop = Stop {
+        flag: Some(flag.clone()),
+        deadline: None,
+    };
+    let setter = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        flag.store(true, Ordering::Relaxed);
+    });
+    let e = evaluate(&mut vm, &program, &Bindings::new(), false).expect_err("stopped");
+    setter.join().expect("setter");
+    assert!(e.message.starts_with(STOPPED), "{}", e.message);
+    vm.stop = Stop::default();
+    let short = Program::new("(+ 1 2)", &[]).expect("decodes");
+    let out = evaluate(&mut vm, &short, &Bindings::new(), false).expect("runs");
+    assert_eq!(numbers(&out), vec![3.0]);
+}

@@ -54,6 +54,11 @@ impl StopSignal {
     }
 }
 
+/// What ends a walk early from outside ([`ndvm_engine::Stop`], looked at every few thousand
+/// steps): by default the fit's own [`StopSignal`]; a search sets its budget and interrupt.
+#[derive(Resource, Clone, Debug, Default)]
+pub struct WalkStop(pub ndvm_engine::Stop);
+
 /// Decoded programs, shared by content (the same source decodes once), and the custom
 /// primitives they are decoded against.
 #[derive(Resource, Debug, Default)]

@@ -547,3 +547,71 @@ fn a_candidate_without_constants_fits_under_every_optimizer() {
         assert!((loss - 0.375).abs() < 1e-12, "{optimizer}: {c}");
     }
 }
+
+/// Runs `ndvm args`, which must succeed, and reads its standard output as JSON.
+fn json_of(args: &[&str]) -> serde_json::Value {
+    let out = ndvm(args);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{args:?}: {err}");
+    serde_json::from_slice(&out.stdout).expect("json")
+}
+
+/// A time budget stops a candidate inside a long loop (the walk looks at the budget every few
+/// thousand steps): the fit reports it stopped for the budget, not failed at the step limit, and
+/// a search over such candidates logs none of them (they are unfinished) instead of running each
+/// to the step limit (a 1 s budget once ran 28 s).
+#[test]
+fn a_time_budget_stops_candidates_inside_long_loops() {
+    let slow = |i: u32| {
+        format!(
+            "(loop ((i 0)) (if (= i {}) (* a x) (recur (+ i 1))))",
+            20_000_000 + i
+        )
+    };
+    let fit = file(
+        "slow_fit.scene.ron",
+        &format!(
+            r#"Scene(
+    candidates: [Inline(name: "slow", src: "{}")],
+    parameters: Parameters(names: ["a"]),
+    data: Some(Synthetic(program: "(* 2 x)", inputs: {{"x": Linspace(0.1, 6.0, 8)}})),
+    loss: Mse,
+    steps: 5,
+    budget_seconds: Some(0.2),
+)"#,
+            slow(0)
+        ),
+    );
+    let v = json_of(&["fit", &fit, "--json", "--out", &file("slow_fit.json", "")]);
+    let c = &v["candidates"][0];
+    assert_eq!(c["status"], "stopped", "{c}");
+    assert_eq!(c["detail"], "wall-clock budget spent", "{c}");
+
+    let stream: String = (0..16)
+        .map(|i| format!("{{\"src\": \"{}\", \"params\": [\"a\"]}}\n", slow(i)))
+        .collect();
+    file("slow.jsonl", &stream);
+    let search = file(
+        "slow_search.scene.ron",
+        r#"Scene(
+    candidates: [],
+    data: Some(Synthetic(
+        program: "(* 2 x)",
+        inputs: {"x": Linspace(0.1, 6.0, 8)},
+        split: Split(train: 0.7, seed: 3),
+    )),
+    loss: Mse,
+    search: Some(Search(
+        proposers: [Stream(path: "slow.jsonl")],
+        calibration: Calibration(steps: 5, optimizer: Adam(lr: 0.05), draws: 1),
+        budget: Budget(seconds: Some(0.3)),
+    )),
+)"#,
+    );
+    let dir = dir().join("slow_search_out");
+    let v = json_of(&["search", &search, "--json", "--out", &dir.to_string_lossy()]);
+    let s = &v["summary"];
+    assert_eq!(s["stopped_by"], "seconds", "{s}");
+    assert_eq!(s["calibrations"], 0, "{s}");
+    assert!(s["unfinished"].as_u64().is_some_and(|n| n > 0), "{s}");
+}

@@ -25,7 +25,7 @@ use crate::bindings::{Bindings, Input};
 use crate::error::{Error, ErrorKind, Result};
 use crate::heap::{Heap, TOP_FRAME};
 use crate::lanes::{ALL, LaneSets};
-use crate::limits::Limits;
+use crate::limits::{Limits, STOPPED};
 use crate::payload::Payload;
 use crate::program::{Node, NodeId, Program};
 use crate::real::Real;
@@ -59,6 +59,9 @@ pub struct WalkStats {
 #[derive(Debug)]
 pub struct Vm<R: Real> {
     pub limits: Limits,
+    /// An outside request to stop (a signal, a time budget), looked at every
+    /// [`crate::limits::STOP_EVERY`] steps.
+    pub stop: crate::limits::Stop,
     pub(crate) heap: Heap,
     pub(crate) payload: Payload<R>,
     pub(crate) tape: Tape<R>,
@@ -108,6 +111,7 @@ impl<R: Real> Vm<R> {
     pub fn new(limits: Limits) -> Self {
         Vm {
             limits,
+            stop: Default::default(),
             heap: Heap::default(),
             payload: Payload::default(),
             tape: Tape::default(),
@@ -390,7 +394,17 @@ impl<R: Real> Vm<R> {
         if self.steps > self.limits.eval_steps {
             return Err(self.steps_exceeded(program, n));
         }
+        if self.steps.is_multiple_of(crate::limits::STOP_EVERY) && self.stop.requested() {
+            return Err(self.stopped(program, n));
+        }
         Ok(())
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn stopped(&self, program: &Program, n: NodeId) -> Error {
+        let msg = format!("{STOPPED} after {} steps", self.steps);
+        self.error(program, n, ErrorKind::Limit, msg)
     }
 
     #[cold]

@@ -336,6 +336,13 @@ impl Search {
         for w in std::mem::take(&mut self.pending_notes) {
             self.warn(w, &mut on_event);
         }
+        // A candidate stuck in a long loop gives way within milliseconds of the budget or a
+        // signal; the step it was cut short in is not retired (its calibrations are unfinished).
+        let stop = ndvm_engine::Stop {
+            flag: Some(self.interrupted.clone()),
+            deadline,
+        };
+        self.fit.stop_walks(stop.clone());
         let stopped_by = loop {
             if self.interrupted.load(Ordering::Relaxed) {
                 break "interrupted";
@@ -359,6 +366,10 @@ impl Search {
             }
             self.fit.step();
             lap(&mut t.step_s);
+            if stop.requested() {
+                self.loop_times = t;
+                continue;
+            }
             let done = self.fit.retire();
             lap(&mut t.retire_s);
             self.loop_times = t;

@@ -20,7 +20,8 @@ use bevy_ecs::prelude::*;
 use ndvm_components::prelude::*;
 
 /// Merges one candidate's groups into its [`LaneResults`]; a walk error fails or stops it
-/// (see the module docs). Called by the optimize stage, in the same parallel task as the
+/// (see the module docs) — stops it with `stopping`'s reason when the fit is stopping (the walk
+/// was cut short by the stop). Called by the optimize stage, in the same parallel task as the
 /// candidate's optimizer step.
 pub(crate) fn merge_candidate(
     spec: &FitSpec,
@@ -29,6 +30,7 @@ pub(crate) fn merge_candidate(
     status: &mut Status,
     results: &mut LaneResults,
     groups: &Query<(&LaneGroup, &GroupOutputs)>,
+    stopping: Option<&'static str>,
 ) {
     let outputs = ids.0.iter().filter_map(|&g| groups.get(g).ok());
     let trial = spec.optimizer.is_trial_based() && history.steps > 0;
@@ -36,7 +38,11 @@ pub(crate) fn merge_candidate(
         && !trial
     {
         // The last step's results stand.
-        *status = if history.steps == 0 {
+        *status = if let Some(reason) = stopping {
+            Status::Stopped {
+                reason: reason.to_string(),
+            }
+        } else if history.steps == 0 {
             Status::Failed { error: e.clone() }
         } else {
             Status::Stopped {

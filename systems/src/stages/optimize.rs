@@ -17,6 +17,7 @@
 
 use crate::optim::trial::{self, LeastSquares, Verdict};
 use crate::profile::{Profile, Stage, StageTimer};
+use crate::resources::StopSignal;
 use crate::stages::merge_masks::merge_candidate;
 use bevy_ecs::prelude::*;
 use ndvm_components::prelude::*;
@@ -38,6 +39,7 @@ const SAMPLE: usize = 8;
 
 pub fn optimize(
     mut profile: ResMut<Profile>,
+    stop: Res<StopSignal>,
     mut candidates: Query<Fitting<'static>>,
     groups: Query<(&LaneGroup, &GroupOutputs)>,
 ) {
@@ -47,6 +49,9 @@ pub fn optimize(
         .filter(|c| *c.6 == Status::Active)
         .collect();
     let groups = &groups;
+    // A walk that failed because the fit is stopping stops its candidate (its last results
+    // stand) rather than failing it.
+    let stopping = stop.reason();
     // Each candidate's merge and optimizer step, timed in one task of every `SAMPLE`: the pass's
     // wall time is shared between the two stages in the proportion the sampled tasks spent
     // (reading the clock around every task cost 4% of a search's single-thread speed).
@@ -57,7 +62,7 @@ pub fn optimize(
             |(i, (spec, ids, results, values, state, history, status))| {
                 let timed = (i + history.steps as usize).is_multiple_of(SAMPLE);
                 let start = timed.then(Instant::now);
-                merge_candidate(spec, ids, history, status, results, groups);
+                merge_candidate(spec, ids, history, status, results, groups, stopping);
                 let merged = start.map(|s| s.elapsed());
                 if **status == Status::Active {
                     step_candidate(spec, ids, results, values, state, history, status, groups);

@@ -14,6 +14,7 @@
 
 use crate::machine::{Machine, locate};
 use crate::profile::{Profile, Stage, StageTimer};
+use crate::resources::WalkStop;
 use crate::stages::backward::differentiate;
 use bevy_ecs::prelude::*;
 use ndvm_bytecode::Executable;
@@ -24,6 +25,7 @@ use std::time::{Duration, Instant};
 
 pub fn walk<R: Real>(
     mut profile: ResMut<Profile>,
+    stop: Res<WalkStop>,
     candidates: Query<(&Candidate, &FitSpec, &ParamValues, &Compiled, &Status)>,
     mut groups: Query<(&LaneGroup, &Route, &mut Machine<R>, &mut GroupOutputs)>,
 ) {
@@ -50,6 +52,7 @@ pub fn walk<R: Real>(
             machine.bindings = bind(&group.lanes, spec, values);
             machine.walked.clone_from(&group.lanes);
             machine.walks += 1;
+            machine.vm.stop.clone_from(&stop.0);
             walk_group(machine, out, &compiled.0, &cand.source, group.lanes.len());
             let walked = start.elapsed();
             // The backward pass right after the walk, as after a replay: one parallel pass.
