@@ -274,3 +274,51 @@ impl<'a> Reader<'a> {
         Ok(n)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::asm::assemble;
+    use crate::code::Code;
+    use crate::instr::Instr;
+    use ndvm_engine::extension::Registry;
+
+    /// Non-finite constants survive the JSON form (they were written as `null`, which no reader
+    /// accepted) and the binary form, bit for bit but for NaN's payload.
+    #[test]
+    fn non_finite_constants_round_trip_through_json_and_binary() {
+        let src = "PUSH nan\nPUSH inf\nADD\nPUSH -inf\nADD\nPUSH 1.5\nADD\nRET\n";
+        let code = assemble(src, &[], &Registry::default()).expect("assembles");
+        let json = code.to_json();
+        assert!(
+            json.contains("\"value\": \"nan\"") && json.contains("\"-inf\""),
+            "{json}"
+        );
+        let back = Code::from_json(&json, &Registry::default()).expect("reads back");
+        let bin = Code::from_binary(&code.to_binary(), &Registry::default()).expect("binary");
+        let pushes = |c: &Code| -> Vec<(f64, Option<f32>)> {
+            c.parts
+                .instrs
+                .iter()
+                .filter_map(|i| match i {
+                    Instr::Push { value } => Some((value.value, value.f32)),
+                    _ => None,
+                })
+                .collect()
+        };
+        let same = |a: f64, b: f64| a == b || (a.is_nan() && b.is_nan());
+        for other in [pushes(&back), pushes(&bin)] {
+            for (a, b) in pushes(&code).into_iter().zip(&other) {
+                assert!(same(a.0, b.0), "{a:?} vs {b:?}");
+                let (fa, fb) = (a.1.map_or(0.0, f64::from), b.1.map_or(0.0, f64::from));
+                assert!(same(fa, fb), "{a:?} vs {b:?}");
+            }
+        }
+        let bad = json.replacen("\"nan\"", "\"nope\"", 1);
+        let e = Code::from_json(&bad, &Registry::default()).expect_err("refused");
+        assert!(
+            e.message.contains("`nope` is not a number"),
+            "{}",
+            e.message
+        );
+    }
+}

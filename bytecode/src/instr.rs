@@ -11,12 +11,76 @@ use serde::{Deserialize, Serialize};
 
 /// A numeric literal, correctly rounded to both precisions (as the dialect's reader does, so
 /// the two clients start from the same bits).
+/// In the JSON form a non-finite value is the string `"nan"`, `"inf"` or `"-inf"` (JSON has no
+/// such numbers: they were once written as `null`, which no reader accepted).
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Number {
+    #[serde(with = "json_f64")]
     pub value: f64,
     /// The literal rounded to `f32` from its text (defaults to `value` rounded to `f32`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none", with = "json_f32")]
     pub f32: Option<f32>,
+}
+
+/// A number of the JSON form: itself when finite, else `"nan"`, `"inf"` or `"-inf"`.
+#[derive(Serialize, Deserialize)]
+#[serde(untagged)]
+enum JsonNumber {
+    Finite(f64),
+    Named(String),
+}
+
+impl JsonNumber {
+    fn of(x: f64) -> JsonNumber {
+        match x {
+            x if x.is_finite() => JsonNumber::Finite(x),
+            x if x.is_nan() => JsonNumber::Named("nan".into()),
+            x if x > 0.0 => JsonNumber::Named("inf".into()),
+            _ => JsonNumber::Named("-inf".into()),
+        }
+    }
+
+    fn value<E: serde::de::Error>(self) -> Result<f64, E> {
+        match self {
+            JsonNumber::Finite(x) => Ok(x),
+            JsonNumber::Named(s) => match s.as_str() {
+                "nan" => Ok(f64::NAN),
+                "inf" => Ok(f64::INFINITY),
+                "-inf" => Ok(f64::NEG_INFINITY),
+                _ => Err(E::custom(format!(
+                    "`{s}` is not a number (non-finite values are \"nan\", \"inf\", \"-inf\")"
+                ))),
+            },
+        }
+    }
+}
+
+mod json_f64 {
+    use super::JsonNumber;
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    pub fn serialize<S: Serializer>(x: &f64, s: S) -> Result<S::Ok, S::Error> {
+        JsonNumber::of(*x).serialize(s)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+        JsonNumber::deserialize(d)?.value()
+    }
+}
+
+mod json_f32 {
+    use super::JsonNumber;
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    pub fn serialize<S: Serializer>(x: &Option<f32>, s: S) -> Result<S::Ok, S::Error> {
+        x.map(|x| JsonNumber::of(f64::from(x))).serialize(s)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f32>, D::Error> {
+        Option::<JsonNumber>::deserialize(d)?
+            .map(|n| n.value().map(|x: f64| x as f32))
+            .transpose()
+    }
 }
 
 impl Number {

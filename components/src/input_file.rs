@@ -8,6 +8,9 @@
 use std::io::Read;
 use std::path::Path;
 
+/// Bytes read at a time.
+const CHUNK: usize = 64 << 10;
+
 /// Programs, scenes, bindings files and candidate streams: 64 MiB.
 pub const TEXT_LIMIT: u64 = 64 << 20;
 
@@ -21,13 +24,25 @@ pub fn read(path: &Path, limit: u64) -> Result<String, String> {
     read_from(file, limit)
 }
 
-/// Everything `reader` gives, up to `limit` bytes, as UTF-8 text.
+/// Everything `reader` gives, up to `limit` bytes, as UTF-8 text. It is read in chunks, and a
+/// NUL byte — never in text, always in `/dev/zero` or a binary file — ends it at once, before the
+/// limit's worth of memory is taken (`/dev/zero` as a data file once took 2.6 GB to refuse).
 pub fn read_from(reader: impl Read, limit: u64) -> Result<String, String> {
     let mut bytes = Vec::new();
-    reader
-        .take(limit + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| e.to_string())?;
+    let mut reader = reader.take(limit + 1);
+    let mut chunk = vec![0u8; CHUNK];
+    loop {
+        let n = match reader.read(&mut chunk) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e.to_string()),
+        };
+        if let Some(i) = chunk[..n].iter().position(|&b| b == 0) {
+            return Err(format!("not text (a NUL byte at byte {})", bytes.len() + i));
+        }
+        bytes.extend_from_slice(&chunk[..n]);
+    }
     if bytes.len() as u64 > limit {
         return Err(format!(
             "larger than the {} limit for this kind of file",
@@ -51,9 +66,24 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_nul_byte_ends_the_read_at_once() {
+        // An endless source of zeros (as `/dev/zero`) is refused within the first chunk.
+        let e = read_from(std::io::repeat(0), DATA_LIMIT).expect_err("not text");
+        assert_eq!(e, "not text (a NUL byte at byte 0)");
+        let mut text = vec![b'x'; CHUNK + 5];
+        text.push(0);
+        let e = read_from(&text[..], TEXT_LIMIT).expect_err("not text");
+        assert_eq!(e, format!("not text (a NUL byte at byte {})", CHUNK + 5));
+        if std::path::Path::new("/dev/zero").exists() {
+            let e = read(std::path::Path::new("/dev/zero"), DATA_LIMIT).expect_err("not text");
+            assert!(e.starts_with("not text"), "{e}");
+        }
+    }
+
+    #[test]
     fn stops_one_byte_past_the_limit() {
         assert_eq!(read_from(&b"(+ 1 2)"[..], 7).as_deref(), Ok("(+ 1 2)"));
-        let e = read_from(std::io::repeat(0).take(u64::MAX), 1 << 20).expect_err("endless");
+        let e = read_from(std::io::repeat(b' ').take(u64::MAX), 1 << 20).expect_err("endless");
         assert_eq!(e, "larger than the 1 MiB limit for this kind of file");
         let e = read_from(&[0xff, 0xfe][..], 10).expect_err("binary");
         assert!(e.contains("not UTF-8"), "{e}");

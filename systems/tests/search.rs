@@ -415,6 +415,46 @@ fn an_external_proposer_sees_every_result_in_order_and_can_end() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// A round whose every proposal is refused (over the parameter limit) is logged, each draw a
+/// failed calibration with the reason, and the search asks again: it once ended there, "stopped
+/// by every proposer finished", with the proposer still answering.
+#[test]
+fn a_round_of_refused_proposals_does_not_end_the_search() {
+    let scene = scalar_scene(
+        "Command(argv: [\"python3\", \"proposers/wide.py\"], batch: 4)",
+        "calibration: Calibration(draws: 1), window: 4",
+    );
+    let (log, report, _) = run(&scene, &here(), SearchOptions::default());
+    assert_eq!(report.summary.stopped_by, "proposers");
+    assert_eq!(
+        log.len(),
+        12,
+        "two refused answers and one calibrated, four each"
+    );
+    for r in &log[..8] {
+        assert_eq!(r.status, "failed");
+        let why = r.detail.as_deref().unwrap_or_default();
+        assert!(
+            why.contains("1001 parameters, over the limit of 1000"),
+            "{why}"
+        );
+    }
+    assert!(log[8..].iter().all(|r| r.src.starts_with("(+ (* a x)")));
+    assert!(
+        log[8..].iter().all(|r| r.status != "failed"),
+        "{:?}",
+        &log[8..]
+    );
+    // The text table shows a long program's start and how much more there is.
+    let table = report.table(10);
+    let wide = table.lines().find(|l| l.contains("(+ (* p0 x)"));
+    let wide = wide.unwrap_or_else(|| panic!("{table}"));
+    assert!(
+        wide.ends_with("more characters)") && wide.len() < 300,
+        "{wide}"
+    );
+}
+
 #[test]
 fn the_example_proposer_is_deterministic() {
     let scene = load("search_command.scene.ron");

@@ -104,18 +104,29 @@ fn a_matrix_whose_size_overflows_or_disagrees_is_refused() {
 
 #[test]
 fn endless_or_unwritable_files_are_clean_errors() {
+    // Zeros are not text: refused at the first byte, before any limit's worth of memory.
     fails_with(
         &["run", "/dev/zero"],
         2,
-        "cannot read /dev/zero: larger than the 64 MiB limit",
+        "cannot read /dev/zero: not text (a NUL byte at byte 0)",
     );
     let prog = file("one.scm", "(+ 1 2)");
     fails_with(
         &["run", &prog, "--bindings", "/dev/zero"],
         2,
-        "larger than the 64 MiB limit",
+        "not text (a NUL byte at byte 0)",
     );
-    fails_with(&["fit", "/dev/zero"], 2, "larger than the 64 MiB limit");
+    fails_with(&["fit", "/dev/zero"], 2, "not text (a NUL byte at byte 0)");
+    let csv_zero = file(
+        "zero_csv.scene.ron",
+        r#"Scene(
+    candidates: [Inline(name: "c", src: "(* a t)")],
+    parameters: Parameters(names: ["a"]),
+    data: Some(Csv(path: "/dev/zero", columns: {"t": "t"}, target: "y")),
+    loss: Mse,
+)"#,
+    );
+    fails_with(&["fit", &csv_zero], 1, "not text (a NUL byte at byte 0)");
     let scene = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../scenes/decay_csv.scene.ron");
     let scene = scene.to_string_lossy();
     fails_with(

@@ -73,6 +73,23 @@ pub fn load(data: &Data, base: &Path) -> Result<Dataset, DataError> {
     }
 }
 
+/// `columns: t, y` — at most [`COLUMNS_SHOWN`] names, then how many more (a file of 10⁶ columns
+/// once made an 8.9 MB message).
+fn column_list(headers: &csv::StringRecord) -> String {
+    let shown: Vec<&str> = headers.iter().take(COLUMNS_SHOWN).map(str::trim).collect();
+    match headers.len().saturating_sub(COLUMNS_SHOWN) {
+        0 => format!("columns: {}", shown.join(", ")),
+        more => format!(
+            "{} columns: {}, and {more} more",
+            headers.len(),
+            shown.join(", ")
+        ),
+    }
+}
+
+/// Column names an error lists.
+const COLUMNS_SHOWN: usize = 20;
+
 fn csv_columns(
     path: &Path,
     columns: &BTreeMap<String, String>,
@@ -93,12 +110,7 @@ fn csv_columns(
         headers
             .iter()
             .position(|h| h.trim() == name)
-            .ok_or_else(|| {
-                fail(format!(
-                    "no column `{name}` (columns: {})",
-                    headers.iter().collect::<Vec<_>>().join(", ")
-                ))
-            })
+            .ok_or_else(|| fail(format!("no column `{name}` ({})", column_list(&headers))))
     };
     let wanted: Vec<(String, usize)> = columns
         .iter()
@@ -339,7 +351,20 @@ mod tests {
             "{e}"
         );
         let e = load(&csv("z"), &dir).expect_err("missing").to_string();
-        assert!(e.contains("no column `z`"), "{e}");
+        assert!(e.contains("no column `z` (columns: t, y, other)"), "{e}");
+        // A very wide file: a few names and the count, not every name.
+        let wide: Vec<String> = (0..100_000).map(|i| format!("c{i}")).collect();
+        std::fs::write(dir.join("wide.csv"), wide.join(",") + "\n").expect("write");
+        let wide_csv = Data::Csv {
+            path: "wide.csv".into(),
+            columns: [("x".into(), "t".into())].into(),
+            target: "y".into(),
+            split: Split::default(),
+            drop_non_finite: false,
+        };
+        let e = load(&wide_csv, &dir).expect_err("missing").to_string();
+        assert!(e.contains("no column `t` (100000 columns: c0, c1,"), "{e}");
+        assert!(e.contains("c19, and 99980 more)") && e.len() < 500, "{e}");
         // NaN and infinite cells parse as numbers but are refused, row and column named.
         for (cell, row) in [("NaN", 3), ("inf", 3), ("-Infinity", 3)] {
             std::fs::write(

@@ -361,8 +361,15 @@ impl Search {
             lap(&mut t.refill_s);
             if self.inflight.is_empty() {
                 self.loop_times = t;
-                let spent = self.max_calibrations.is_some_and(|m| self.admitted >= m);
-                break if spent { "calibrations" } else { "proposers" };
+                if self.max_calibrations.is_some_and(|m| self.admitted >= m) {
+                    break "calibrations";
+                }
+                if self.queue.is_empty() && self.slots.iter().all(|s| s.done) {
+                    break "proposers";
+                }
+                // Everything offered this round was refused (each a failed calibration, with
+                // its reason): ask again.
+                continue;
             }
             self.fit.step();
             lap(&mut t.step_s);

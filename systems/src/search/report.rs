@@ -181,6 +181,22 @@ pub(crate) fn build(p: Parts<'_>) -> SearchReport {
     }
 }
 
+/// Characters of a program the text tables show (the log and the JSON keep it whole).
+const SHOWN_PROGRAM: usize = 160;
+
+/// `text`, or its first `most` characters and how many more (a proposer's 60 KB program once
+/// filled the terminal).
+fn shortened(text: &str, most: usize) -> String {
+    match text.char_indices().nth(most) {
+        None => text.to_string(),
+        Some((at, _)) => format!(
+            "{}… ({} more characters)",
+            &text[..at],
+            text[at..].chars().count()
+        ),
+    }
+}
+
 /// `a=1.000000 b=-0.300000`: a record's fitted constants.
 fn constants(r: &Record) -> String {
     let v: Vec<String> = r
@@ -302,7 +318,7 @@ impl SearchReport {
                 r2,
                 r.train_loss,
                 if r.success { "yes" } else { "" },
-                r.src
+                shortened(&r.src, SHOWN_PROGRAM)
             );
         }
         out
