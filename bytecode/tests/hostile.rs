@@ -307,3 +307,26 @@ fn deeply_nested_dialect_compiles_without_overflowing_the_stack() {
         .expect("runs");
     assert_eq!(e.result, Output::Numbers(vec![0.5, 1.5]));
 }
+
+/// Deep nesting lists in linear space: indentation stops at 32 levels (20,000 nested `IF`s
+/// once made a 3.9 GB listing, and reading binary bytecode lists it to locate errors).
+#[test]
+fn deeply_nested_code_lists_in_linear_space() {
+    for depth in [1_000usize, 4_000] {
+        let src = format!(
+            "{}PUSH 2\nRET\n",
+            "PUSH 1\nIF\n".repeat(depth) + &"END\n".repeat(depth)
+        );
+        let code = assemble(&src, &[], &Registry::default()).expect("assembles");
+        let (text, spans) = ndvm_bytecode::asm::listing(&code.parts);
+        assert_eq!(spans.len(), code.parts.instrs.len());
+        assert!(
+            text.len() < 80 * spans.len(),
+            "{} bytes for {}",
+            text.len(),
+            spans.len()
+        );
+        let back = Code::from_binary(&code.to_binary(), &Registry::default()).expect("binary");
+        assert_eq!(back.parts.instrs, code.parts.instrs);
+    }
+}
