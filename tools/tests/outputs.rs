@@ -121,7 +121,7 @@ fn mkfifo(path: &Path) -> bool {
 }
 
 #[test]
-fn fit_refuses_a_fifo_a_folder_and_a_link_as_its_results() {
+fn fit_and_profile_refuse_a_fifo_a_folder_and_a_link_as_outputs() {
     let dir = folder("fit-outputs");
     std::fs::create_dir_all(dir.join("a-folder")).expect("folder");
     std::os::unix::fs::symlink("/dev/null", dir.join("null-link")).expect("symlink");
@@ -135,6 +135,10 @@ fn fit_refuses_a_fifo_a_folder_and_a_link_as_its_results() {
     let decay = scene("decay_csv.scene.ron");
     for (name, message) in cases {
         refused(&ndvm_in(&dir, &["fit", &decay, "--out", name]), message);
+        refused(
+            &ndvm_in(&dir, &["profile", &decay, "--steps", "1", "--trace", name]),
+            message,
+        );
         refused(
             &ndvm_in(&dir, &["fit", &decay, "--out", "r.json", "--losses", name]),
             message,

@@ -242,7 +242,9 @@ fn run_with_bar(fit: &mut Fit) -> FitReport {
 /// Installs a Chrome-trace subscriber; the trace is flushed when the guard drops.
 fn trace_to(path: &Path) -> Result<tracing_chrome::FlushGuard, Failure> {
     use tracing_subscriber::prelude::*;
-    // Created here: the tracing layer would panic on a path it cannot create.
+    // Created here: the tracing layer would panic on a path it cannot create. Never through a
+    // symbolic link, nor into a FIFO (which would block) or a device.
+    crate::files::check_replaceable(path)?;
     let file = std::fs::File::create(path)
         .map_err(|e| Failure::Usage(format!("cannot write the trace {}: {e}", path.display())))?;
     let (layer, guard) = tracing_chrome::ChromeLayerBuilder::new()
