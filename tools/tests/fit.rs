@@ -1,7 +1,7 @@
 //! `ndvm fit` and `ndvm profile` end to end.
 
 mod common;
-use common::ndvm;
+use common::{ndvm, scene};
 use serde_json::Value;
 use std::path::PathBuf;
 use std::process::Output;
@@ -28,14 +28,6 @@ const STAGES: [&str; 8] = [
     "backward",
     "optimize",
 ];
-
-fn scene(name: &str) -> String {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../scenes")
-        .join(name)
-        .to_string_lossy()
-        .into_owned()
-}
 
 fn tmp(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("ndvm-fit-{}", std::process::id()));

@@ -4,26 +4,14 @@
 //! error, not exit 0.
 
 mod common;
-use common::{command, ndvm_in, scratch};
+use common::{command, ndvm_in, repo_file, scene, scratch};
 use std::path::{Path, PathBuf};
 
 /// The inputs of `docs/examples/w1_closed_form.nbc`.
 const W1: &str = "a,b,c,w,t";
 
 fn example(name: &str) -> String {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../docs/examples")
-        .join(name)
-        .to_string_lossy()
-        .into_owned()
-}
-
-fn scene(name: &str) -> String {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../scenes")
-        .join(name)
-        .to_string_lossy()
-        .into_owned()
+    repo_file("docs/examples", name)
 }
 
 /// A fresh folder of this test's own.

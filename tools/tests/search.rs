@@ -2,19 +2,11 @@
 //! the output folder, clean stops (SIGTERM, a closed pipe) and the errors of a wrong scene.
 
 mod common;
-use common::ndvm;
+use common::{ndvm, scene};
 use serde_json::Value;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::Duration;
-
-fn scene(name: &str) -> String {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../scenes")
-        .join(name)
-        .display()
-        .to_string()
-}
 
 fn tmp(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("ndvm-search-cli-{}-{name}", std::process::id()));

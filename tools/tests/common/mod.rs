@@ -33,3 +33,18 @@ pub fn ndvm_in(dir: &std::path::Path, args: &[&str]) -> Output {
 pub fn ndvm(args: &[&str]) -> Output {
     command().args(args).output().expect("ndvm runs")
 }
+
+/// A file of the repository's `scenes/` folder, as a path argument.
+pub fn scene(name: &str) -> String {
+    repo_file("scenes", name)
+}
+
+/// `folder/name` in the repository (`docs/examples`, `scenes`, …), as a path argument.
+pub fn repo_file(folder: &str, name: &str) -> String {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("..")
+        .join(folder)
+        .join(name)
+        .to_string_lossy()
+        .into_owned()
+}
