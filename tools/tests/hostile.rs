@@ -615,7 +615,7 @@ fn a_time_budget_stops_candidates_inside_long_loops() {
     search: Some(Search(
         proposers: [Stream(path: "slow.jsonl")],
         calibration: Calibration(steps: 5, optimizer: Adam(lr: 0.05), draws: 1),
-        budget: Budget(seconds: Some(0.3)),
+        budget: Budget(seconds: Some(0.2)),
     )),
 )"#,
     );
