@@ -455,6 +455,44 @@ fn a_round_of_refused_proposals_does_not_end_the_search() {
     );
 }
 
+/// A program over the size limit is refused unparsed and kept only by its start, so a 1 MB
+/// line costs a record of a few hundred bytes, not a megabyte per draw.
+#[test]
+fn an_oversized_program_is_refused_by_its_start() {
+    let dir = std::env::temp_dir().join(format!("ndvm-oversized-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let huge = format!("(+ {} x)", "(* a x) ".repeat(131_072));
+    let lines = [
+        serde_json::json!({"src": huge, "params": ["a"]}),
+        serde_json::json!({"src": "(* a x)", "params": ["a"]}),
+    ];
+    let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    std::fs::write(dir.join("huge.jsonl"), text).expect("stream");
+    let scene = scalar_scene(
+        &format!(
+            "Stream(path: {:?})",
+            dir.join("huge.jsonl").display().to_string()
+        ),
+        "calibration: Calibration(draws: 2), budget: Budget(calibrations: Some(4))",
+    );
+    let (log, report, _) = run(&scene, &here(), SearchOptions::default());
+    assert_eq!(report.summary.stopped_by, "calibrations");
+    assert_eq!(log.len(), 4);
+    for r in &log[..2] {
+        assert_eq!(r.status, "failed");
+        let why = r.detail.as_deref().unwrap_or_default();
+        assert!(why.contains("over the 64 KiB limit"), "{why}");
+        assert!(r.src.len() < 300 && r.src.ends_with(&format!("({} bytes)", huge.len())));
+        assert!(r.skeleton.len() <= 200);
+    }
+    assert!(
+        log[2..]
+            .iter()
+            .all(|r| r.src == "(* a x)" && r.status != "failed")
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn the_example_proposer_is_deterministic() {
     let scene = load("search_command.scene.ron");

@@ -13,6 +13,12 @@ use super::{
 use crate::population;
 use ndvm_components::scene::{Parameters, Restarts};
 
+/// The start of a refused program too large to keep, and its size.
+fn shortened(src: &str) -> String {
+    let start: String = src.chars().take(200).collect();
+    format!("{start}… ({} bytes)", src.len())
+}
+
 impl Search {
     pub(super) fn warn(&mut self, message: String, on_event: &mut impl FnMut(Event<'_>)) {
         on_event(Event::Warning(&message));
@@ -87,15 +93,26 @@ impl Search {
             self.next_candidate += 1;
             let n = draws.min(left);
             self.admitted += n;
-            let skeleton = super::expr::skeleton(&proposal.src, &proposal.params)
-                .unwrap_or_else(|_| proposal.src.chars().take(200).collect());
+            // Checked first: a refused program is never parsed, and one over the size limit is
+            // kept only by its start (a 10 MB line was once parsed for its skeleton and copied
+            // into every record and every proposer's result message).
+            let checked = self.check_proposal(&proposal);
+            let mut proposal = proposal;
+            if checked.is_err() && proposal.src.len() > MAX_SOURCE_BYTES {
+                proposal.src = shortened(&proposal.src);
+            }
+            let skeleton = match checked {
+                Ok(()) => super::expr::skeleton(&proposal.src, &proposal.params).ok(),
+                Err(_) => None,
+            }
+            .unwrap_or_else(|| proposal.src.chars().take(200).collect());
             let flight = Inflight {
                 proposer: slot,
                 proposal,
                 skeleton,
                 draws: n,
             };
-            if let Err(why) = self.check_proposal(&flight.proposal) {
+            if let Err(why) = checked {
                 rejected.push((index, n, flight, why));
                 continue;
             }
