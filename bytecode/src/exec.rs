@@ -30,7 +30,6 @@ use ndvm_engine::error::{ErrorKind, Result};
 use ndvm_engine::prims::Prim;
 use ndvm_engine::value::{Value, tag};
 use ndvm_engine::{Bindings, Decision, Evaluation, Real, Vm};
-use std::collections::HashMap;
 
 /// A saved stack and locals.
 #[derive(Clone, Debug, Default)]
@@ -86,6 +85,8 @@ pub struct Runner {
     stack: Vec<Value>,
     locals: Vec<Value>,
     frames: Vec<Frame>,
+    /// Scratch for [`Runner::settle`].
+    places: Vec<Value>,
     /// The instruction running (for error messages).
     pc: usize,
 }
@@ -452,15 +453,20 @@ impl Runner {
                 .filter(|(_, w)| **w)
                 .map(|(&l, _)| l as usize)
         };
-        let mut seen: HashMap<Value, u32> = HashMap::new();
-        let places = self.stack[base..]
-            .iter()
-            .chain(written().map(|l| &self.locals[l]));
-        for &v in places {
-            *seen.entry(v).or_default() += 1;
-        }
+        // The values at the places, sorted, to find those at two (kept between calls: this runs
+        // at the end of every uniform `IF`).
+        let key = |v: &Value| (v.tag, v.aux, v.slot);
+        let mut seen = std::mem::take(&mut self.places);
+        seen.clear();
+        seen.extend(self.stack[base..].iter().copied());
+        seen.extend(written().map(|l| self.locals[l]));
+        seen.sort_unstable_by_key(key);
+        let twice = |v: Value| {
+            let at = seen.partition_point(|w| key(w) < key(&v));
+            seen.get(at + 1).is_some_and(|w| *w == v)
+        };
         let now = vm.watermark();
-        let cut = |v: Value| if seen[&v] > 1 { now } else { wm };
+        let cut = |v: Value| if twice(v) { now } else { wm };
         for v in &mut self.stack[base..] {
             *v = vm.settle(&code.sites, blk.opener, *v, cut(*v))?;
         }
@@ -468,6 +474,7 @@ impl Runner {
             let v = &mut self.locals[l];
             *v = vm.settle(&code.sites, blk.opener, *v, cut(*v))?;
         }
+        self.places = seen;
         Ok(())
     }
 

@@ -62,13 +62,24 @@ pub struct Stop {
 }
 
 impl Stop {
-    /// Whether the flag is set or the deadline has passed.
+    /// Why to stop now, if at all: `interrupted` (the flag is set) or `wall-clock budget spent`
+    /// (the deadline has passed).
+    pub fn reason(&self) -> Option<&'static str> {
+        let flag = self.flag.as_ref();
+        if flag.is_some_and(|f| f.load(std::sync::atomic::Ordering::Relaxed)) {
+            Some("interrupted")
+        } else if self
+            .deadline
+            .is_some_and(|d| std::time::Instant::now() >= d)
+        {
+            Some("wall-clock budget spent")
+        } else {
+            None
+        }
+    }
+
+    /// Whether to stop now.
     pub fn requested(&self) -> bool {
-        self.flag
-            .as_ref()
-            .is_some_and(|f| f.load(std::sync::atomic::Ordering::Relaxed))
-            || self
-                .deadline
-                .is_some_and(|d| std::time::Instant::now() >= d)
+        self.reason().is_some()
     }
 }

@@ -29,7 +29,7 @@ use crate::plugin::Engine;
 use crate::population::{self, PopulationError};
 use crate::profile::{Profile, Stage};
 use crate::report::{self, CandidateResult, FitReport};
-use crate::resources::{FitSettings, Programs, StopSignal, WalkStop};
+use crate::resources::{FitSettings, Programs, StopSignal};
 use crate::stages;
 use bevy_ecs::prelude::*;
 use bevy_ecs::schedule::SingleThreadedExecutor;
@@ -154,17 +154,12 @@ impl Fit {
             primitives: options.engine.primitives.clone(),
         });
         world.insert_resource(Profile::default());
-        let stop = StopSignal {
-            interrupted: options.interrupted.clone().unwrap_or_default(),
+        world.insert_resource(StopSignal(ndvm_engine::Stop {
+            flag: Some(options.interrupted.clone().unwrap_or_default()),
             deadline: scene
                 .budget_seconds
                 .map(|s| Instant::now() + Duration::from_secs_f64(s.clamp(0.0, 1e9))),
-        };
-        world.insert_resource(WalkStop(ndvm_engine::Stop {
-            flag: Some(stop.interrupted.clone()),
-            deadline: stop.deadline,
         }));
-        world.insert_resource(stop);
         let precision = options.precision.or(scene.precision).unwrap_or_default();
         let device = settings.device.or(scene.device).unwrap_or_default();
         let mut schedule = match precision {
@@ -286,11 +281,10 @@ impl Fit {
         self.report()
     }
 
-    /// Ends walks early when `stop` asks (a search's interrupt flag and time budget), instead of
-    /// the fit's own stop signal: a candidate stuck in a 10⁸-step loop then gives way within
-    /// milliseconds.
-    pub fn stop_walks(&mut self, stop: ndvm_engine::Stop) {
-        self.world.insert_resource(WalkStop(stop));
+    /// Replaces the fit's stop signal (a search's interrupt flag and time budget): the schedule
+    /// stops its candidates, and a walk inside a 10⁸-step loop gives way within milliseconds.
+    pub fn set_stop(&mut self, stop: ndvm_engine::Stop) {
+        self.world.insert_resource(StopSignal(stop));
     }
 
     /// The fit's worker pool: a caller that steps the fit in a loop runs the loop inside

@@ -3,9 +3,6 @@
 use bevy_ecs::prelude::*;
 use ndvm_engine::ProgramCache;
 use ndvm_engine::extension::Registry;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Instant;
 
 /// How the schedule lays out work. Nothing here may depend on the thread count: results must
 /// not.
@@ -34,30 +31,11 @@ impl Default for FitSettings {
     }
 }
 
-/// Why and when to stop early: an interrupt flag (Ctrl-C) and a wall-clock deadline.
+/// Why and when to stop early: an interrupt flag (Ctrl-C, SIGTERM) and a wall-clock deadline.
+/// The schedule stops every active candidate when it fires, and each walk looks at it every few
+/// thousand steps ([`ndvm_engine::Stop`]), so a candidate inside a long loop gives way too.
 #[derive(Resource, Clone, Debug, Default)]
-pub struct StopSignal {
-    pub interrupted: Arc<AtomicBool>,
-    pub deadline: Option<Instant>,
-}
-
-impl StopSignal {
-    /// The reason to stop now, if any.
-    pub fn reason(&self) -> Option<&'static str> {
-        if self.interrupted.load(Ordering::Relaxed) {
-            Some("interrupted")
-        } else if self.deadline.is_some_and(|d| Instant::now() >= d) {
-            Some("wall-clock budget spent")
-        } else {
-            None
-        }
-    }
-}
-
-/// What ends a walk early from outside ([`ndvm_engine::Stop`], looked at every few thousand
-/// steps): by default the fit's own [`StopSignal`]; a search sets its budget and interrupt.
-#[derive(Resource, Clone, Debug, Default)]
-pub struct WalkStop(pub ndvm_engine::Stop);
+pub struct StopSignal(pub ndvm_engine::Stop);
 
 /// Decoded programs, shared by content (the same source decodes once), and the custom
 /// primitives they are decoded against.

@@ -96,15 +96,19 @@ pub fn table<R: Real>(e: &Evaluation<R>) -> String {
 /// Prints `text` and a newline on standard output. A closed pipe (`ndvm … | head`) ends the
 /// output quietly; any other write error (a full disk) is an error, not a panic.
 pub fn print(text: &str) -> Result<(), crate::Failure> {
-    print_bytes(format!("{text}\n").as_bytes())
+    write_out(&[text.as_bytes(), b"\n"])
 }
 
-/// Writes `bytes` to standard output: a closed pipe ends quietly, any other failure (a full
-/// disk) is an error with exit status 1.
+/// Writes `bytes` to standard output, as [`print`] does.
 pub fn print_bytes(bytes: &[u8]) -> Result<(), crate::Failure> {
+    write_out(&[bytes])
+}
+
+fn write_out(parts: &[&[u8]]) -> Result<(), crate::Failure> {
     use std::io::Write;
     let mut out = std::io::stdout().lock();
-    match out.write_all(bytes).and_then(|()| out.flush()) {
+    let written = parts.iter().try_for_each(|p| out.write_all(p));
+    match written.and_then(|()| out.flush()) {
         Ok(()) => Ok(()),
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
         Err(e) => {

@@ -13,12 +13,6 @@ use super::{
 use crate::population;
 use ndvm_components::scene::{Parameters, Restarts};
 
-/// The start of a refused program too large to keep, and its size.
-fn shortened(src: &str) -> String {
-    let start: String = src.chars().take(200).collect();
-    format!("{start}… ({} bytes)", src.len())
-}
-
 impl Search {
     pub(super) fn warn(&mut self, message: String, on_event: &mut impl FnMut(Event<'_>)) {
         on_event(Event::Warning(&message));
@@ -99,7 +93,7 @@ impl Search {
             let checked = self.check_proposal(&proposal);
             let mut proposal = proposal;
             if checked.is_err() && proposal.src.len() > MAX_SOURCE_BYTES {
-                proposal.src = shortened(&proposal.src);
+                proposal.src = super::report::shortened(&proposal.src, 200);
             }
             let skeleton = match checked {
                 Ok(()) => super::expr::skeleton(&proposal.src, &proposal.params).ok(),

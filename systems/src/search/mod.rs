@@ -336,13 +336,13 @@ impl Search {
         for w in std::mem::take(&mut self.pending_notes) {
             self.warn(w, &mut on_event);
         }
-        // A candidate stuck in a long loop gives way within milliseconds of the budget or a
-        // signal; the step it was cut short in is not retired (its calibrations are unfinished).
+        // The fit stops on the search's budget and signal, even inside a walk; the step that
+        // was cut short is not retired (its calibrations are unfinished).
         let stop = ndvm_engine::Stop {
             flag: Some(self.interrupted.clone()),
             deadline,
         };
-        self.fit.stop_walks(stop.clone());
+        self.fit.set_stop(stop.clone());
         let stopped_by = loop {
             if self.interrupted.load(Ordering::Relaxed) {
                 break "interrupted";
@@ -350,17 +350,10 @@ impl Search {
             if deadline.is_some_and(|d| Instant::now() >= d) {
                 break "seconds";
             }
-            let mut clock = Instant::now();
-            let mut lap = |phase: &mut f64| {
-                let now = Instant::now();
-                *phase += (now - clock).as_secs_f64();
-                clock = now;
-            };
+            let mut lap = report::Lap::start();
             self.refill(&mut on_event);
-            let mut t = self.loop_times;
-            lap(&mut t.refill_s);
+            self.loop_times.refill_s += lap.next();
             if self.inflight.is_empty() {
-                self.loop_times = t;
                 if self.max_calibrations.is_some_and(|m| self.admitted >= m) {
                     break "calibrations";
                 }
@@ -372,21 +365,17 @@ impl Search {
                 continue;
             }
             self.fit.step();
-            lap(&mut t.step_s);
+            self.loop_times.step_s += lap.next();
             if stop.requested() {
-                self.loop_times = t;
                 continue;
             }
             let done = self.fit.retire();
-            lap(&mut t.retire_s);
-            self.loop_times = t;
+            self.loop_times.retire_s += lap.next();
             self.record(done, &mut on_event);
-            let mut t = self.loop_times;
-            lap(&mut t.record_s);
+            self.loop_times.record_s += lap.next();
             let p = self.progress();
             on_event(Event::Progress(&p));
-            lap(&mut t.events_s);
-            self.loop_times = t;
+            self.loop_times.events_s += lap.next();
         };
         for slot in &mut self.slots {
             slot.proposer.finish();

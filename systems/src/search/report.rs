@@ -132,6 +132,22 @@ impl LoopTimes {
     }
 }
 
+/// A stopwatch for the loop's phases: [`Lap::next`] gives the seconds since the last lap.
+pub(super) struct Lap(std::time::Instant);
+
+impl Lap {
+    pub(super) fn start() -> Lap {
+        Lap(std::time::Instant::now())
+    }
+
+    pub(super) fn next(&mut self) -> f64 {
+        let now = std::time::Instant::now();
+        let s = (now - self.0).as_secs_f64();
+        self.0 = now;
+        s
+    }
+}
+
 pub(crate) fn build(p: Parts<'_>) -> SearchReport {
     let t = p.tally;
     let best = t.best.clone();
@@ -184,9 +200,9 @@ pub(crate) fn build(p: Parts<'_>) -> SearchReport {
 /// Characters of a program the text tables show (the log and the JSON keep it whole).
 const SHOWN_PROGRAM: usize = 160;
 
-/// `text`, or its first `most` characters and how many more (a proposer's 60 KB program once
-/// filled the terminal).
-fn shortened(text: &str, most: usize) -> String {
+/// `text`, or its first `most` characters and how many more: for tables (a proposer's 60 KB
+/// program once filled the terminal) and for refused programs too large to keep.
+pub(super) fn shortened(text: &str, most: usize) -> String {
     match text.char_indices().nth(most) {
         None => text.to_string(),
         Some((at, _)) => format!(

@@ -51,7 +51,7 @@ pub fn optimize(
     let groups = &groups;
     // A walk that failed because the fit is stopping stops its candidate (its last results
     // stand) rather than failing it.
-    let stopping = stop.reason();
+    let stopping = stop.0.reason();
     // Each candidate's merge and optimizer step, timed in one task of every `SAMPLE`: the pass's
     // wall time is shared between the two stages in the proportion the sampled tasks spent
     // (reading the clock around every task cost 4% of a search's single-thread speed).

@@ -34,7 +34,7 @@ pub fn schedule<R: Real>(
     mut candidates: Query<Admission<'static>>,
 ) {
     let timer = StageTimer::start(Stage::Schedule);
-    if let Some(reason) = stop.reason() {
+    if let Some(reason) = stop.0.reason() {
         for (.., mut status, _, _) in &mut candidates {
             if !status.is_final() {
                 *status = Status::Stopped {

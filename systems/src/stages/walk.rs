@@ -14,7 +14,7 @@
 
 use crate::machine::{Machine, locate};
 use crate::profile::{Profile, Stage, StageTimer};
-use crate::resources::WalkStop;
+use crate::resources::StopSignal;
 use crate::stages::backward::differentiate;
 use bevy_ecs::prelude::*;
 use ndvm_bytecode::Executable;
@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 
 pub fn walk<R: Real>(
     mut profile: ResMut<Profile>,
-    stop: Res<WalkStop>,
+    stop: Res<StopSignal>,
     candidates: Query<(&Candidate, &FitSpec, &ParamValues, &Compiled, &Status)>,
     mut groups: Query<(&LaneGroup, &Route, &mut Machine<R>, &mut GroupOutputs)>,
 ) {

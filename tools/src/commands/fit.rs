@@ -258,7 +258,6 @@ fn trace_to(path: &Path) -> Result<tracing_chrome::FlushGuard, Failure> {
     Ok(guard)
 }
 
-/// The default lane layout, with replay switched off on request.
 /// Whether two output paths name one file (compared as written, and through their folders).
 fn same_file(a: &Path, b: &Path) -> bool {
     let resolve = |p: &Path| {
@@ -269,6 +268,7 @@ fn same_file(a: &Path, b: &Path) -> bool {
     a == b || resolve(a).is_some_and(|x| Some(x) == resolve(b))
 }
 
+/// The default lane layout, with replay switched off on request.
 fn settings(walk_every_step: bool, device: Option<crate::device::DeviceArg>) -> FitSettings {
     FitSettings {
         walk_every_step,
