@@ -44,12 +44,17 @@ from ._ndvm import (  # noqa: F401
     fit_json,
     merge_results,
     search_json,
+    search_merge,
+    search_plan,
+    search_shard,
+    search_tasks,
 )
 
 __all__ = [
     "Program",
     "fit",
     "search",
+    "search_sharded",
     "NdvmError",
     "SyntaxError",
     "UnboundError",
@@ -106,3 +111,62 @@ def search(
     """Runs a search scene, as ``ndvm search`` does, and returns its report as a dict."""
     text, base, is_json = _scene_text(scene, base_dir)
     return json.loads(search_json(text, base, is_json, threads, calibrations))
+
+
+def _title(scene: Scene) -> str:
+    return "scene" if isinstance(scene, Mapping) else os.path.basename(os.fspath(scene))
+
+
+def search_sharded(
+    scene: Scene,
+    num_shards: int = 2,
+    threads: Optional[int] = None,
+    *,
+    epochs: Optional[int] = None,
+    calibrations: Optional[int] = None,
+    seconds: Optional[float] = None,
+    migrants: Optional[int] = None,
+    base_dir: Optional[str] = None,
+    out: Optional[Union[str, "os.PathLike[str]"]] = None,
+) -> dict:
+    """Runs a search as ``num_shards`` shards, here, one task after another, and returns the
+    merged report (the dict :func:`search` returns). What :func:`ndvm.ray.search` computes on a
+    cluster, byte for byte under a calibration budget (docs/python.md).
+
+    Shards deal out the scene's candidates and every stream's lines and run Evolve, Command
+    and plugin proposers with seeds of their own; in ``epochs`` rounds (default 4 when several
+    shards run Evolve, else 1) each shard's best ``migrants`` programs (default 4) seed every
+    shard's Evolve in the next round. The budget (``calibrations``, ``seconds``, else the
+    scene's) is the whole search's. With ``out``, the folder gets what ``ndvm search --out``
+    writes (``search.json``, ``calibrations.jsonl``, ``programs.jsonl``, ``frontier.csv``,
+    ``frontier.svg``; ``search.json`` adds the wall-clock ``timing``). One shard in one epoch is
+    exactly :func:`search`.
+    """
+    from ._shards import drive, write_files
+
+    text, base, is_json = _scene_text(scene, base_dir)
+
+    def run_epoch(tasks):
+        return [search_shard(text, base, is_json, t, threads) for t in tasks]
+
+    files = drive(
+        text,
+        is_json,
+        _title(scene),
+        num_shards,
+        run_epoch,
+        epochs=epochs,
+        calibrations=calibrations,
+        seconds=seconds,
+        migrants=migrants,
+    )
+    if out is not None:
+        write_files(out, files)
+    return _report(files)
+
+
+def _report(files: Mapping[str, str]) -> dict:
+    """A merged search's report as :func:`search` returns it (the wall-clock timing apart)."""
+    report = json.loads(files["search.json"])
+    report.pop("timing", None)
+    return report

@@ -1,10 +1,13 @@
-"""Populations on Ray: a scene's candidates sharded into Ray tasks, each a whole ``fit`` of its
-shard with the engine's own threads, merged deterministically.
+"""Fits and searches on Ray: a scene's work sharded into Ray tasks, each running with the
+engine's own threads, merged deterministically.
 
 >>> import ray, ndvm.ray                                   # doctest: +SKIP
 >>> ray.init(address="auto")                               # doctest: +SKIP
 >>> results = ndvm.ray.fit("scenes/feynman.scene.ron", num_shards=8)  # doctest: +SKIP
+>>> report = ndvm.ray.search("scenes/search_feynman.scene.ron", num_workers=8,
+...                          calibrations=200_000, out="feynman-search")  # doctest: +SKIP
 
+**Fits.**
 The merged results are byte for byte what one process's ``ndvm.fit`` (and ``ndvm fit --out``,
 without timing) gives for the same scene, whatever the shard count (for scenes without a
 wall-clock ``budget_seconds``, which each shard's fit would count on its own clock): candidate ``i`` goes to
@@ -13,6 +16,12 @@ candidates by index and recomputes the ranking. Ray's fault tolerance covers wor
 whose worker dies is retried (``max_retries``), and the merge keeps one result per candidate, so
 none is lost or duplicated. Every node needs ``ndvm`` (``pip install ./python``) and the scene's
 files at the same path (or pass a dict with absolute paths); see docs/python.md.
+
+**Searches.** :func:`search` runs a search scene as ``num_workers`` shards (islands): the scene's
+candidates and every stream's lines are dealt out among them, Evolve, Command and plugin
+proposers run in each with seeds of their own, and in epochs the best programs of every shard
+migrate to all. The logs and frontiers merge into one search's (``ndvm.search_sharded`` runs the
+same tasks in one process, and gives the same bytes).
 """
 
 from __future__ import annotations
@@ -20,7 +29,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from typing import Optional
+from typing import Optional, Union
 
 try:
     import ray as _ray
@@ -29,21 +38,27 @@ except ImportError as e:  # an optional extra
         "ndvm.ray needs ray: pip install ray (or the extra: pip install \"./python[ray]\")"
     ) from e
 
-from . import Scene, _scene_text, fit_json, merge_results
+from . import Scene, _report, _scene_text, _title, fit_json, merge_results, search_shard
+from ._shards import drive, write_files
+
+
+def _test_pause(kind: str, name: str) -> None:
+    """Test instrumentation (tests/test_ray.py): announce this worker, and on a first attempt
+    linger so the test can kill it mid-run."""
+    pause = os.environ.get("NDVM_RAY_TEST_PAUSE_DIR")
+    if not pause:
+        return
+    marker = os.path.join(pause, f"{kind}{name}.pid")
+    first = not os.path.exists(marker)
+    with open(marker, "a", encoding="utf-8") as f:
+        f.write(f"{os.getpid()}\n")
+    if first:
+        time.sleep(3.0)
 
 
 @_ray.remote
 def _fit_shard(text: str, base: str, is_json: bool, threads: Optional[int], shard: int, num_shards: int) -> str:
-    pause = os.environ.get("NDVM_RAY_TEST_PAUSE_DIR")
-    if pause:
-        # Test instrumentation (tests/test_ray.py): announce this worker, and on a first attempt
-        # linger so the test can kill it mid-run.
-        marker = os.path.join(pause, f"shard{shard}.pid")
-        first = not os.path.exists(marker)
-        with open(marker, "a", encoding="utf-8") as f:
-            f.write(f"{os.getpid()}\n")
-        if first:
-            time.sleep(3.0)
+    _test_pause("shard", str(shard))
     return fit_json(text, base, is_json, threads, shard, num_shards)
 
 
@@ -87,4 +102,93 @@ def fit(
     return json.loads(text)
 
 
-__all__ = ["fit", "fit_json_text"]
+@_ray.remote
+def _search_task(text: str, base: str, is_json: bool, task: str, threads: Optional[int]) -> str:
+    t = json.loads(task)
+    _test_pause("search", f"{t['epoch']}-{t['shard']}")
+    return search_shard(text, base, is_json, task, threads)
+
+
+def search_files(
+    scene: Scene,
+    num_workers: int = 2,
+    threads: Optional[int] = None,
+    *,
+    epochs: Optional[int] = None,
+    calibrations: Optional[int] = None,
+    seconds: Optional[float] = None,
+    migrants: Optional[int] = None,
+    base_dir: Optional[str] = None,
+    max_retries: int = 3,
+    num_cpus: Optional[float] = None,
+) -> dict[str, str]:
+    """Like :func:`search`, returning the merged files by name (``search.json``,
+    ``calibrations.jsonl``, ``programs.jsonl``, ``frontier.csv``, ``frontier.svg``) as text."""
+    if num_workers < 1:
+        raise ValueError("num_workers must be at least 1")
+    text, base, is_json = _scene_text(scene, base_dir)
+    options = {"max_retries": max_retries}
+    if num_cpus is not None:
+        options["num_cpus"] = num_cpus
+    task = _search_task.options(**options)
+
+    def run_epoch(tasks):
+        return _ray.get([task.remote(text, base, is_json, t, threads) for t in tasks])
+
+    return drive(
+        text,
+        is_json,
+        _title(scene),
+        num_workers,
+        run_epoch,
+        epochs=epochs,
+        calibrations=calibrations,
+        seconds=seconds,
+        migrants=migrants,
+    )
+
+
+def search(
+    scene: Scene,
+    num_workers: int = 2,
+    threads: Optional[int] = None,
+    *,
+    epochs: Optional[int] = None,
+    calibrations: Optional[int] = None,
+    seconds: Optional[float] = None,
+    migrants: Optional[int] = None,
+    base_dir: Optional[str] = None,
+    max_retries: int = 3,
+    num_cpus: Optional[float] = None,
+    out: Optional[Union[str, "os.PathLike[str]"]] = None,
+) -> dict:
+    """Runs a search scene as ``num_workers`` shards on the Ray cluster and returns the merged
+    report (the dict :func:`ndvm.search` returns); with ``out``, writes what ``ndvm search
+    --out`` writes into that folder.
+
+    Each epoch (``epochs``, default 4 when the scene has Evolve, else 1) is one Ray task per
+    shard; between epochs the shards' best ``migrants`` programs seed every shard's Evolve.
+    ``calibrations``/``seconds`` are the whole search's budget (else the scene's). Under a
+    calibration budget the result is byte for byte :func:`ndvm.search_sharded` with the same
+    shard count, on any cluster: a task whose worker dies is rerun (``max_retries``) and gives
+    the same output, and the merge keeps one output per shard and epoch. ``threads`` is each
+    task's engine thread count and ``num_cpus`` what Ray reserves for it.
+    """
+    files = search_files(
+        scene,
+        num_workers,
+        threads,
+        epochs=epochs,
+        calibrations=calibrations,
+        seconds=seconds,
+        migrants=migrants,
+        base_dir=base_dir,
+        max_retries=max_retries,
+        num_cpus=num_cpus,
+    )
+    if out is not None:
+        write_files(out, files)
+    return _report(files)
+
+
+__all__ = ["fit", "fit_json_text", "search", "search_files"]

@@ -17,6 +17,8 @@ use pyo3::types::{PyDict, PyFloat, PyInt};
 use std::path::Path;
 use std::sync::Mutex;
 
+mod shard;
+
 create_exception!(
     _ndvm,
     NdvmError,
@@ -92,7 +94,7 @@ fn py_err(py: Python<'_>, e: &Error, src: &str) -> PyErr {
     err
 }
 
-fn input_err(msg: impl Into<String>) -> PyErr {
+pub(crate) fn input_err(msg: impl Into<String>) -> PyErr {
     InputError::new_err(msg.into())
 }
 
@@ -516,7 +518,7 @@ impl Program {
 }
 
 /// Reads a scene: `text` is RON (a `.scene.ron` file's text) or JSON (a scene as a dict).
-fn scene_of(text: &str, json: bool) -> Result<ndvm_components::scene::Scene, String> {
+pub(crate) fn scene_of(text: &str, json: bool) -> Result<ndvm_components::scene::Scene, String> {
     if json {
         let scene: ndvm_components::scene::Scene =
             serde_json::from_str(text).map_err(|e| format!("scene: {e}"))?;
@@ -670,6 +672,10 @@ fn _ndvm(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(fit_json, m)?)?;
     m.add_function(wrap_pyfunction!(merge_results, m)?)?;
     m.add_function(wrap_pyfunction!(search_json, m)?)?;
+    m.add_function(wrap_pyfunction!(shard::search_plan, m)?)?;
+    m.add_function(wrap_pyfunction!(shard::search_tasks, m)?)?;
+    m.add_function(wrap_pyfunction!(shard::search_shard, m)?)?;
+    m.add_function(wrap_pyfunction!(shard::search_merge, m)?)?;
     m.add("NdvmError", py.get_type::<NdvmError>())?;
     m.add("SyntaxError", py.get_type::<SyntaxError>())?;
     m.add("UnboundError", py.get_type::<UnboundError>())?;

@@ -57,3 +57,21 @@ def test_shards_merge_back_byte_for_byte():
 def test_search_runs_a_search_scene():
     r = ndvm.search(SCENES / "search_feynman.scene.ron", calibrations=200)
     assert isinstance(r, dict) and r
+
+
+def test_one_shard_is_the_plain_search_and_shards_write_a_whole_log(tmp_path):
+    scene = SCENES / "search_feynman.scene.ron"
+    plain = ndvm.search(scene, threads=2, calibrations=200)
+    assert ndvm.search_sharded(scene, 1, threads=1, calibrations=200) == plain
+    out = tmp_path / "sharded"
+    r = ndvm.search_sharded(scene, 3, threads=1, calibrations=300, epochs=2, out=out)
+    assert r["summary"]["calibrations"] == 300
+    log = [json.loads(line) for line in (out / "calibrations.jsonl").read_text().splitlines()]
+    assert [x["calibration"] for x in log] == list(range(300))
+    programs = (out / "programs.jsonl").read_text().splitlines()
+    assert len(programs) == 1 + max(x["program"] for x in log)
+    written = json.loads((out / "search.json").read_text())
+    assert written["timing"]["wall_s"] > 0
+    written.pop("timing")
+    assert written == r
+    assert (out / "frontier.svg").read_text().startswith("<svg")

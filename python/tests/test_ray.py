@@ -68,3 +68,36 @@ def test_merged_shards_equal_one_process_byte_for_byte(cluster, shards):
     assert ndvm.ray.fit_json_text(SCENE, num_shards=shards, threads=1) == single_process()
     as_dict = ndvm.ray.fit(SCENE, num_shards=shards)
     assert as_dict == json.loads(single_process())
+
+
+SEARCH = ROOT / "scenes" / "search_feynman.scene.ron"
+
+
+def test_a_search_on_ray_is_the_local_sharded_search_and_survives_a_killed_worker(cluster):
+    pause = cluster
+    local = ndvm.search_sharded(SEARCH, 2, threads=1, calibrations=240, epochs=2)
+    assert local["summary"]["calibrations"] == 240
+    result = {}
+
+    def run():
+        result["files"] = ndvm.ray.search_files(SEARCH, 2, threads=1, calibrations=240, epochs=2)
+
+    t = threading.Thread(target=run)
+    t.start()
+    marker = pause / "search1-0.pid"  # epoch 1, shard 0: after a migration
+    deadline = time.time() + 180
+    while not marker.exists() and time.time() < deadline:
+        time.sleep(0.05)
+    assert marker.exists(), "epoch 1 never started"
+    os.kill(int(marker.read_text().split()[0]), signal.SIGKILL)
+    t.join(timeout=300)
+    assert not t.is_alive()
+    assert len(set(marker.read_text().split())) >= 2, "the killed task was not retried"
+    files = result["files"]
+    log = [json.loads(line) for line in files["calibrations.jsonl"].splitlines()]
+    assert [x["calibration"] for x in log] == list(range(240)), "a calibration was lost or repeated"
+    got = json.loads(files["search.json"])
+    got.pop("timing")
+    assert got == local
+    again = ndvm.ray.search(SEARCH, 2, threads=1, calibrations=240, epochs=2)
+    assert again == local

@@ -69,6 +69,13 @@ impl Evolve {
                 seeds.push_back(Expr::call("*", [Expr::sym("?"), Expr::sym(x)]));
             }
         }
+        // Other islands' best programs (a sharded search's later epochs): a hint, so one that
+        // does not fit this island's limits is passed over.
+        for m in &context.migrants {
+            if let Ok(e) = Expr::parse(m, settings.max_nodes.max(64)) {
+                seeds.push_back(e);
+            }
+        }
         if context.inputs.is_empty() && settings.seeds.is_empty() {
             return Err("`Evolve` needs data inputs (or `seeds`) to build programs from".into());
         }

@@ -121,6 +121,41 @@ impl Record {
     }
 }
 
+/// Writes the log as it streams: a record's line of `calibrations.jsonl`, and before the first
+/// record that names a program, that program's line of `programs.jsonl`.
+#[derive(Debug)]
+pub struct LogWriter<W: std::io::Write> {
+    pub calibrations: W,
+    pub programs: W,
+    /// Programs written so far (they are numbered in order of first appearance).
+    written: u64,
+}
+
+impl<W: std::io::Write> LogWriter<W> {
+    pub fn new(calibrations: W, programs: W) -> Self {
+        LogWriter {
+            calibrations,
+            programs,
+            written: 0,
+        }
+    }
+
+    pub fn write(&mut self, record: &Record, elapsed_s: f64) -> std::io::Result<()> {
+        if record.program == self.written {
+            let line = serde_json::to_string(&record.program_line()).unwrap_or_default();
+            writeln!(self.programs, "{line}")?;
+            self.written += 1;
+        }
+        let line = serde_json::to_string(&record.log_line(elapsed_s)).unwrap_or_default();
+        writeln!(self.calibrations, "{line}")
+    }
+
+    pub fn flush(&mut self) -> std::io::Result<()> {
+        self.programs.flush()?;
+        self.calibrations.flush()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

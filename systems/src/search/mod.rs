@@ -47,12 +47,14 @@ pub mod expr;
 pub mod frontier;
 pub mod heldout;
 pub mod log;
+pub mod merge;
 pub mod mutate;
 pub mod proposer;
 pub mod record;
 pub mod report;
 mod retire;
 mod setup;
+pub mod shard;
 pub mod stream;
 
 pub use proposer::{Context, Notes, Proposal, Proposer, ProposerError, ProposerRegistry};
@@ -99,6 +101,8 @@ pub struct SearchOptions {
     /// Where calibrations replay (default: the scene's `device`, else `Auto`, which keeps a
     /// search's narrow candidates on the CPU).
     pub device: Option<ndvm_components::scene::Device>,
+    /// Run as one shard of a sharded search ([`shard::run_task`] sets it).
+    pub shard: Option<shard::ShardTask>,
 }
 
 /// A search that could not start.
@@ -207,7 +211,11 @@ impl Search {
     /// `base`, the scene's folder).
     pub fn new(scene: &Scene, base: &Path, options: &SearchOptions) -> Result<Search, SearchError> {
         let started = Instant::now();
-        let spec = scene.search.clone().ok_or(SearchError::NotASearch)?;
+        let mut spec = scene.search.clone().ok_or(SearchError::NotASearch)?;
+        // A shard draws its own starting values and seeds its proposers apart.
+        if let Some(task) = &options.shard {
+            spec.seed = task.seed(spec.seed);
+        }
         let mut context = population::Context::load(scene, base)?;
         let dropped = scene
             .data
@@ -421,6 +429,7 @@ impl Search {
 
     fn report(&mut self, stopped_by: &'static str) -> SearchReport {
         let unfinished: u64 = self.inflight.values().map(|f| f.draws).sum();
+        let profile = self.fit.profile().report();
         report::build(report::Parts {
             spec: &self.spec,
             tally: &self.tally,
@@ -435,7 +444,8 @@ impl Search {
             wall_s: self.elapsed(),
             first_success_s: self.first_success_s,
             threads: self.threads,
-            profile: self.fit.profile().report(),
+            device: profile.used.clone(),
+            profile: Some(profile),
             search_loop: self.loop_times,
             frontier: self.frontier.clone(),
         })

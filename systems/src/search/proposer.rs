@@ -96,6 +96,9 @@ pub struct Context {
     pub seed: u64,
     /// The scene file's folder (relative paths in settings are relative to it).
     pub base: PathBuf,
+    /// In a sharded search's later epochs: the best programs every shard found so far, best
+    /// first ([`super::shard`]); a proposer may start from them (Evolve does).
+    pub migrants: Vec<String>,
 }
 
 /// Why a proposer stopped working.
@@ -134,6 +137,10 @@ pub trait Proposer: Send {
 
     /// The search has ended (budget, interrupt or exhaustion): release what it holds.
     fn finish(&mut self) {}
+
+    /// A sharded search's later epoch: go on after the first `taken` proposals, which earlier
+    /// epochs of this shard calibrated (a stream resumes there; others ignore it).
+    fn resume(&mut self, _taken: u64) {}
 }
 
 /// Settings of a plugin proposer, as the scene writes them.
@@ -201,5 +208,10 @@ impl Proposer for Seeds {
     fn propose(&mut self, n: usize, _: &mut Notes) -> Result<Vec<Proposal>, ProposerError> {
         let k = n.max(1).min(self.list.len());
         Ok(self.list.drain(..k).collect())
+    }
+
+    fn resume(&mut self, taken: u64) {
+        let k = usize::try_from(taken).map_or(self.list.len(), |t| t.min(self.list.len()));
+        self.list.drain(..k);
     }
 }

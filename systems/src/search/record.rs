@@ -131,7 +131,7 @@ fn rank(a: &Record, b: &Record, by_r2: bool) -> std::cmp::Ordering {
 }
 
 /// Per-proposer counts.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, serde::Deserialize)]
 pub struct ProposerTally {
     pub name: String,
     /// Candidates it proposed that were calibrated (or failed).

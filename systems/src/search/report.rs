@@ -29,7 +29,9 @@ pub(crate) struct Parts<'a> {
     pub wall_s: f64,
     pub first_success_s: Option<f64>,
     pub threads: usize,
-    pub profile: ProfileReport,
+    /// The fit's profile (a merged sharded search has none).
+    pub profile: Option<ProfileReport>,
+    pub device: DeviceUsed,
     pub search_loop: LoopTimes,
     pub frontier: Frontier,
 }
@@ -115,7 +117,7 @@ pub struct Timing {
 /// of every draw (`held_out`, also inside `record`), numbering, tallies, the caller's log and
 /// the proposers' `observe` — and the progress event (`events`). Everything but `step` is
 /// serial: its share bounds the speedup any number of cores can give (docs/performance.md).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, serde::Deserialize)]
 pub struct LoopTimes {
     pub refill_s: f64,
     pub step_s: f64,
@@ -173,7 +175,7 @@ pub(crate) fn build(p: Parts<'_>) -> SearchReport {
             seed: p.spec.seed,
             budget_seconds: p.seconds,
             budget_calibrations: p.max_calibrations,
-            device: p.profile.used.clone(),
+            device: p.device,
         },
     };
     SearchReport {
@@ -190,7 +192,7 @@ pub(crate) fn build(p: Parts<'_>) -> SearchReport {
             calibrations_per_second: t.calibrations as f64 / p.wall_s.max(1e-9),
             first_success_s: p.first_success_s,
             threads: p.threads,
-            profile: Some(p.profile),
+            profile: p.profile,
             search_loop: p.search_loop,
         },
         frontier: p.frontier,
@@ -237,6 +239,28 @@ impl SearchReport {
             timing: &self.timing,
         })
         .unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
+    }
+
+    /// The result files beside the log, as `ndvm search --out` writes them: `search.json`,
+    /// `frontier.csv` and `frontier.svg` (titled by `scene`, the scene file's name).
+    pub fn files(&self, scene: &str) -> [(&'static str, String); 3] {
+        let name = if self.by_r2() {
+            "best_held_out_R2"
+        } else {
+            "best_train_loss"
+        };
+        let threshold = match self.summary.protocol.success {
+            Success::HeldOutR2(t) | Success::TrainLoss(t) => t,
+        };
+        let title = format!("{scene} — {} calibrations", self.summary.calibrations);
+        [
+            ("search.json", self.to_json()),
+            ("frontier.csv", self.frontier.csv(name)),
+            (
+                "frontier.svg",
+                self.frontier.svg(&title, name, Some(threshold)),
+            ),
+        ]
     }
 
     /// Whether the search ranks by held-out R² (else by training loss).

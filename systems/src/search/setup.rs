@@ -67,9 +67,19 @@ pub(super) fn start_proposers(
             failed: false,
         });
     };
-    // The scene's own candidates come first, once.
+    let shard = options.shard.as_ref();
+    // The scene's own candidates come first, once (a shard takes its share of them, and every
+    // shard has the slot, so that the proposers line up when shards merge).
     if !seeds.is_empty() {
-        push(Box::new(proposer::Seeds { list: seeds.into() }));
+        let mut list = seeds;
+        if let Some(t) = shard {
+            let mut i = 0;
+            list.retain(|_| {
+                i += 1;
+                (i - 1) % t.shards == t.shard
+            });
+        }
+        push(Box::new(proposer::Seeds { list: list.into() }));
     }
     for (i, p) in spec.proposers.iter().enumerate() {
         let context = Context {
@@ -79,11 +89,15 @@ pub(super) fn start_proposers(
             success: success.clone(),
             seed: mix(spec.seed, 1 << 32 | i as u64),
             base: base.to_path_buf(),
+            migrants: shard.map(|t| t.migrants.clone()).unwrap_or_default(),
         };
         let p: Box<dyn Proposer> = match p {
             ProposerSpec::Stream { path, cycle, take } => {
-                let s = stream::Stream::open(&base.join(path), path, *take, *cycle, notes)
+                let mut s = stream::Stream::open(&base.join(path), path, *take, *cycle, notes)
                     .map_err(SearchError::Setting)?;
+                if let Some(t) = shard {
+                    s.keep_share(t.shard, t.shards);
+                }
                 Box::new(s)
             }
             ProposerSpec::Command {
@@ -109,6 +123,12 @@ pub(super) fn start_proposers(
                 .map_err(SearchError::Setting)?,
         };
         push(p);
+    }
+    // A shard's later epoch goes on where its earlier ones stopped.
+    if let Some(t) = shard {
+        for (slot, &taken) in slots.iter_mut().zip(&t.resume) {
+            slot.proposer.resume(taken);
+        }
     }
     Ok(slots)
 }

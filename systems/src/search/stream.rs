@@ -59,6 +59,15 @@ impl Stream {
     pub fn is_empty(&self) -> bool {
         self.lines.is_empty()
     }
+
+    /// Keeps the lines of one shard of a sharded search: every `shards`-th, from `shard`.
+    pub fn keep_share(&mut self, shard: usize, shards: usize) {
+        let mut i = 0;
+        self.lines.retain(|_| {
+            i += 1;
+            (i - 1) % shards.max(1) == shard
+        });
+    }
 }
 
 impl Proposer for Stream {
@@ -68,6 +77,9 @@ impl Proposer for Stream {
 
     fn propose(&mut self, n: usize, _: &mut Notes) -> Result<Vec<Proposal>, ProposerError> {
         let mut out = Vec::with_capacity(n);
+        if self.lines.is_empty() {
+            return Ok(out);
+        }
         while out.len() < n.max(1) {
             if self.next == self.lines.len() {
                 if !self.cycle {
@@ -79,6 +91,15 @@ impl Proposer for Stream {
             self.next += 1;
         }
         Ok(out)
+    }
+
+    fn resume(&mut self, taken: u64) {
+        let len = self.lines.len() as u64;
+        self.next = match (self.cycle, len) {
+            (_, 0) => 0,
+            (true, _) => (taken % len) as usize,
+            (false, _) => taken.min(len) as usize,
+        };
     }
 }
 
@@ -111,6 +132,20 @@ mod tests {
             .map(|p| p.name)
             .collect();
         assert_eq!(got, ["c:1", "c:4", "c:1", "c:4", "c:1"]);
+        // A shard keeps every other line and resumes after what it took before.
+        let mut share = Stream::open(&path, "c.jsonl", None, true, &mut notes).expect("share");
+        share.keep_share(1, 2);
+        share.resume(3);
+        let got: Vec<String> = share
+            .propose(2, &mut notes)
+            .expect("propose")
+            .into_iter()
+            .map(|p| p.name)
+            .collect();
+        assert_eq!(got, ["c:4", "c:4"]);
+        let mut none = Stream::open(&path, "c.jsonl", None, true, &mut notes).expect("none");
+        none.keep_share(2, 3);
+        assert!(none.propose(4, &mut notes).expect("empty").is_empty());
         let mut once = Stream::open(&path, "c.jsonl", Some(1), false, &mut notes).expect("once");
         assert_eq!(once.propose(5, &mut notes).expect("one").len(), 1);
         assert!(once.propose(5, &mut notes).expect("none").is_empty());

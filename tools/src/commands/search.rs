@@ -14,9 +14,10 @@ use crate::interrupt::interrupt_flag;
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use ndvm_components::scene::Precision;
-use ndvm_systems::search::{Event, Record, Search, SearchOptions, SearchReport};
+use ndvm_systems::search::log::LogWriter;
+use ndvm_systems::search::{Event, Search, SearchOptions, SearchReport};
 use std::fs::File;
-use std::io::{BufWriter, Write};
+use std::io::BufWriter;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 
@@ -176,29 +177,7 @@ pub fn search(args: SearchArgs) -> Result<(), Failure> {
 
 /// The streamed log: `calibrations.jsonl`, and `programs.jsonl` with each program's source
 /// once, written before the first calibration that names it (`ndvm_systems::search::log`).
-struct Log {
-    calibrations: BufWriter<File>,
-    programs: BufWriter<File>,
-    /// Programs written so far (they are numbered in order of first appearance).
-    written: u64,
-}
-
-impl Log {
-    fn write(&mut self, record: &Record, elapsed_s: f64) -> std::io::Result<()> {
-        if record.program == self.written {
-            let line = serde_json::to_string(&record.program_line()).unwrap_or_default();
-            writeln!(self.programs, "{line}")?;
-            self.written += 1;
-        }
-        let line = serde_json::to_string(&record.log_line(elapsed_s)).unwrap_or_default();
-        writeln!(self.calibrations, "{line}")
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        self.programs.flush()?;
-        self.calibrations.flush()
-    }
-}
+type Log = LogWriter<BufWriter<File>>;
 
 fn open_log(dir: &Path) -> Result<Log, Failure> {
     create_folder(dir)?;
@@ -209,37 +188,18 @@ fn open_log(dir: &Path) -> Result<Log, Failure> {
             .map(BufWriter::new)
             .map_err(|e| Failure::Usage(format!("cannot write {}: {e}", path.display())))
     };
-    Ok(Log {
-        calibrations: open("calibrations.jsonl")?,
-        programs: open("programs.jsonl")?,
-        written: 0,
-    })
+    Ok(LogWriter::new(
+        open("calibrations.jsonl")?,
+        open("programs.jsonl")?,
+    ))
 }
 
 fn write_outputs(dir: &Path, report: &SearchReport, scene: &Path) -> Result<(), ()> {
-    let name = if report.by_r2() {
-        "best_held_out_R2"
-    } else {
-        "best_train_loss"
-    };
-    let threshold = match report.summary.protocol.success {
-        ndvm_components::scene::search::Success::HeldOutR2(t)
-        | ndvm_components::scene::search::Success::TrainLoss(t) => Some(t),
-    };
-    let title = format!(
-        "{} — {} calibrations",
-        scene
-            .file_name()
-            .map_or_else(String::new, |s| s.to_string_lossy().into_owned()),
-        report.summary.calibrations
-    );
-    let files = [
-        ("search.json", report.to_json()),
-        ("frontier.csv", report.frontier.csv(name)),
-        ("frontier.svg", report.frontier.svg(&title, name, threshold)),
-    ];
+    let scene = scene
+        .file_name()
+        .map_or_else(String::new, |s| s.to_string_lossy().into_owned());
     let mut ok = true;
-    for (file, text) in files {
+    for (file, text) in report.files(&scene) {
         let path = dir.join(file);
         if let Err(Failure::Usage(e)) = write_atomically(&path, &text) {
             say!("error: {e}");

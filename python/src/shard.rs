@@ -1,0 +1,106 @@
+//! A search in shards, for `ndvm.ray.search` and `ndvm.search_sharded`: the plan, one task and
+//! the merge, each taking and giving JSON text so that a task travels to any worker
+//! (`ndvm_systems::search::shard`).
+
+use crate::{input_err, scene_of};
+use ndvm_systems::search::SearchOptions;
+use ndvm_systems::search::merge::merge;
+use ndvm_systems::search::shard::{Plan, ShardOutput, ShardTask, run_task};
+use pyo3::prelude::*;
+use std::path::Path;
+
+fn parse<T: serde::de::DeserializeOwned>(what: &str, text: &str) -> PyResult<T> {
+    serde_json::from_str(text).map_err(|e| input_err(format!("not a {what}: {e}")))
+}
+
+fn text<T: serde::Serialize>(value: &T) -> PyResult<String> {
+    serde_json::to_string(value).map_err(|e| input_err(e.to_string()))
+}
+
+/// The plan of a sharded search (JSON): `shards` parts, `epochs` (default: 4 with Evolve on
+/// several shards, else 1), the budget (the caller's, else the scene's) and the migrants.
+#[pyfunction]
+#[pyo3(signature = (scene, json, shards, epochs=None, calibrations=None, seconds=None, migrants=None))]
+pub fn search_plan(
+    scene: &str,
+    json: bool,
+    shards: usize,
+    epochs: Option<u32>,
+    calibrations: Option<u64>,
+    seconds: Option<f64>,
+    migrants: Option<usize>,
+) -> PyResult<String> {
+    let scene = scene_of(scene, json).map_err(input_err)?;
+    let plan = Plan::new(&scene, shards, epochs, calibrations, seconds, migrants)
+        .map_err(|e| input_err(e.to_string()))?;
+    text(&plan)
+}
+
+/// The tasks of `epoch` (JSON each), given every output of the earlier epochs.
+#[pyfunction]
+pub fn search_tasks(plan: &str, epoch: u32, earlier: Vec<String>) -> PyResult<Vec<String>> {
+    let plan: Plan = parse("search plan", plan)?;
+    let earlier = earlier
+        .iter()
+        .map(|o| parse("shard output", o))
+        .collect::<PyResult<Vec<ShardOutput>>>()?;
+    plan.tasks(epoch, &earlier).iter().map(text).collect()
+}
+
+/// Runs one task (the engine's own threads; the GIL released) and returns its output (JSON).
+#[pyfunction]
+#[pyo3(signature = (scene, base, json, task, threads=None))]
+pub fn search_shard(
+    py: Python<'_>,
+    scene: &str,
+    base: &str,
+    json: bool,
+    task: &str,
+    threads: Option<usize>,
+) -> PyResult<String> {
+    let scene = scene_of(scene, json).map_err(input_err)?;
+    let task: ShardTask = parse("shard task", task)?;
+    let base = Path::new(base).to_path_buf();
+    let out = py.detach(move || {
+        let options = SearchOptions {
+            threads,
+            ..SearchOptions::default()
+        };
+        run_task(&scene, &base, &options, &task).map_err(|e| e.to_string())
+    });
+    text(&out.map_err(input_err)?)
+}
+
+/// Merges the outputs of every task into what `ndvm search --out` writes: (file name, text)
+/// for `search.json`, `frontier.csv`, `frontier.svg`, `calibrations.jsonl`, `programs.jsonl`.
+#[pyfunction]
+pub fn search_merge(
+    py: Python<'_>,
+    scene: &str,
+    json: bool,
+    title: &str,
+    plan: &str,
+    outputs: Vec<String>,
+) -> PyResult<Vec<(String, String)>> {
+    let scene = scene_of(scene, json).map_err(input_err)?;
+    let plan: Plan = parse("search plan", plan)?;
+    let outputs = outputs
+        .iter()
+        .map(|o| parse("shard output", o))
+        .collect::<PyResult<Vec<ShardOutput>>>()?;
+    let title = title.to_string();
+    py.detach(move || -> Result<Vec<(String, String)>, String> {
+        let merged = merge(&scene, &plan, None, &outputs).map_err(|e| e.to_string())?;
+        let mut files: Vec<(String, String)> = merged
+            .report
+            .files(&title)
+            .into_iter()
+            .map(|(f, t)| (f.to_string(), t))
+            .collect();
+        let (calibrations, programs) = merged.log();
+        files.push(("calibrations.jsonl".into(), calibrations));
+        files.push(("programs.jsonl".into(), programs));
+        Ok(files)
+    })
+    .map_err(input_err)
+}

@@ -1,0 +1,430 @@
+//! A search split into shards: independent parts that run anywhere (threads, processes, the
+//! machines of a Ray cluster) and merge into one result.
+//!
+//! The idea is the island model. A [`Plan`] cuts a search's budget into `shards × epochs`
+//! [`ShardTask`]s. Within an epoch the shards are independent searches of the same scene, each
+//! with its own seed (so its own draws and its own Evolve lineage) and its own share of the
+//! proposers' work:
+//!
+//! - the scene's own candidates and every `Stream`'s lines are dealt out: line `i` goes to shard
+//!   `i mod shards`, and a shard's later epochs go on where its earlier ones stopped;
+//! - Evolve, Command and plugin proposers run in every shard, seeded apart;
+//! - between epochs the best programs of every shard *migrate*: each shard's next epoch starts
+//!   its Evolve islands from them (besides the scene's seeds).
+//!
+//! A task is a pure function of the scene and the [`ShardTask`] (under a calibration budget):
+//! a task that is run twice — a retried worker — gives the same [`ShardOutput`], and
+//! [`super::merge`] orders the outputs by epoch and shard, so the merged log and results are the
+//! same for the same shard and epoch counts on any cluster, whatever ran where. One shard and one
+//! epoch is exactly the unsharded search.
+
+use super::record::{Record, Tally};
+use super::setup::mix;
+use super::{Event, LoopTimes, ProposerTally, Search, SearchError, SearchOptions};
+use crate::device::DeviceUsed;
+use ndvm_components::scene::Scene;
+use ndvm_components::scene::search::{ProposerSpec, Success};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// Epochs when a search with Evolve proposers runs on several shards and none are asked for.
+pub const DEFAULT_EPOCHS: u32 = 4;
+/// Programs each shard sends to the others between epochs when none are asked for.
+pub const DEFAULT_MIGRANTS: usize = 4;
+/// Most shards or epochs a plan takes.
+pub const MAX_PARTS: usize = 4096;
+
+/// How a search is cut into tasks.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Plan {
+    pub shards: usize,
+    pub epochs: u32,
+    /// The whole search's budget (the caller's, else the scene's; seconds default to
+    /// [`super::DEFAULT_SECONDS`]).
+    pub calibrations: Option<u64>,
+    pub seconds: Option<f64>,
+    /// Programs each shard sends to the others between epochs.
+    pub migrants: usize,
+    /// The scene ranks by held-out R² (else by training loss): which programs migrate.
+    pub by_r2: bool,
+}
+
+/// One shard of one epoch: what a worker runs ([`run_task`]).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ShardTask {
+    pub shard: usize,
+    pub shards: usize,
+    pub epoch: u32,
+    /// This task's share of the budget.
+    pub calibrations: Option<u64>,
+    pub seconds: Option<f64>,
+    /// The best programs of every shard's previous epoch, best first.
+    pub migrants: Vec<String>,
+    /// Per proposer (in the search's order): proposals this shard's earlier epochs calibrated.
+    pub resume: Vec<u64>,
+}
+
+impl ShardTask {
+    /// What sets this task's seeds apart from the unsharded search's (none for shard 0 of 1 in
+    /// epoch 0, which is that search).
+    pub fn salt(&self) -> Option<u64> {
+        (self.shards > 1 || self.epoch > 0)
+            .then(|| (u64::from(self.epoch) << 32) | self.shard as u64)
+    }
+
+    /// The search seed this task runs with.
+    pub fn seed(&self, scene_seed: u64) -> u64 {
+        self.salt().map_or(scene_seed, |s| mix(scene_seed, s))
+    }
+}
+
+/// `total` cut into `parts` near-equal shares; share `k`.
+fn share(total: u64, parts: u64, k: u64) -> u64 {
+    let at = |i: u64| (u128::from(total) * u128::from(i) / u128::from(parts.max(1))) as u64;
+    at(k + 1) - at(k)
+}
+
+impl Plan {
+    /// A plan for `scene`: `shards` parts, `epochs` (default: [`DEFAULT_EPOCHS`] when several
+    /// shards run Evolve, else 1) and the budget (the caller's replaces the scene's, as in
+    /// [`Search::new`]).
+    pub fn new(
+        scene: &Scene,
+        shards: usize,
+        epochs: Option<u32>,
+        calibrations: Option<u64>,
+        seconds: Option<f64>,
+        migrants: Option<usize>,
+    ) -> Result<Plan, SearchError> {
+        let spec = scene.search.as_ref().ok_or(SearchError::NotASearch)?;
+        let bad = |what: &str, n: usize| {
+            SearchError::Setting(format!("{what} must be between 1 and {MAX_PARTS}, got {n}"))
+        };
+        if !(1..=MAX_PARTS).contains(&shards) {
+            return Err(bad("the shard count", shards));
+        }
+        let evolves = spec
+            .proposers
+            .iter()
+            .any(|p| matches!(p, ProposerSpec::Evolve { .. }));
+        let epochs = epochs.unwrap_or(if shards > 1 && evolves {
+            DEFAULT_EPOCHS
+        } else {
+            1
+        });
+        if !(1..=MAX_PARTS as u32).contains(&epochs) {
+            return Err(bad("the epoch count", epochs as usize));
+        }
+        let (seconds, calibrations) = match (seconds, calibrations) {
+            (None, None) => (spec.budget.seconds, spec.budget.calibrations),
+            given => given,
+        };
+        let seconds = match (seconds, calibrations) {
+            (None, None) => Some(super::DEFAULT_SECONDS),
+            (s, _) => s,
+        };
+        if let Some(s) = seconds {
+            ndvm_components::limits::check_seconds("the time budget", s)
+                .map_err(SearchError::Setting)?;
+        }
+        Ok(Plan {
+            shards,
+            epochs,
+            calibrations,
+            seconds,
+            migrants: migrants.unwrap_or(DEFAULT_MIGRANTS),
+            by_r2: matches!(spec.success, Success::HeldOutR2(_)),
+        })
+    }
+
+    /// The tasks of `epoch`, given every output of the earlier epochs (in any order).
+    pub fn tasks(&self, epoch: u32, earlier: &[ShardOutput]) -> Vec<ShardTask> {
+        let epochs = u64::from(self.epochs);
+        let budget = self
+            .calibrations
+            .map(|c| share(c, epochs, u64::from(epoch)));
+        let migrants = self.migrants_after(epoch, earlier);
+        (0..self.shards)
+            .map(|shard| {
+                let mut resume: Vec<u64> = Vec::new();
+                for o in earlier
+                    .iter()
+                    .filter(|o| o.task.shard == shard && o.task.epoch < epoch)
+                {
+                    resume.resize(resume.len().max(o.proposers.len()), 0);
+                    for (r, p) in resume.iter_mut().zip(&o.proposers) {
+                        *r += p.candidates;
+                    }
+                }
+                ShardTask {
+                    shard,
+                    shards: self.shards,
+                    epoch,
+                    calibrations: budget.map(|b| share(b, self.shards as u64, shard as u64)),
+                    seconds: self.seconds.map(|s| s / self.epochs as f64),
+                    migrants: migrants.clone(),
+                    resume,
+                }
+            })
+            .collect()
+    }
+
+    /// The best `migrants` programs (one per skeleton) of each shard's epoch `epoch − 1`, in
+    /// shard order, each once.
+    fn migrants_after(&self, epoch: u32, earlier: &[ShardOutput]) -> Vec<String> {
+        let Some(last) = epoch.checked_sub(1) else {
+            return Vec::new();
+        };
+        let mut parts: Vec<&ShardOutput> =
+            earlier.iter().filter(|o| o.task.epoch == last).collect();
+        parts.sort_by_key(|o| o.task.shard);
+        parts.dedup_by_key(|o| o.task.shard);
+        let mut out: Vec<String> = Vec::new();
+        for o in parts {
+            let mut tally = Tally::new(self.migrants, self.by_r2);
+            for r in &o.records {
+                let r = r.record();
+                if !matches!(r.status, "failed" | "non-finite") {
+                    tally.add(&r);
+                }
+            }
+            for r in tally.top.ranked() {
+                if !out.contains(&r.src) {
+                    out.push(r.src);
+                }
+            }
+        }
+        out
+    }
+}
+
+/// What a shard's task gives back: its calibrations and counts, for [`super::merge`].
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ShardOutput {
+    pub task: ShardTask,
+    pub records: Vec<WireRecord>,
+    pub proposers: Vec<ProposerTally>,
+    pub warnings: Vec<String>,
+    pub warning_count: u64,
+    pub stopped_by: String,
+    pub unfinished: u64,
+    pub wall_s: f64,
+    pub threads: usize,
+    pub device: WireDevice,
+    pub search_loop: LoopTimes,
+}
+
+/// Runs one task: the scene's search as shard `task.shard` of `task.shards` in `task.epoch`.
+/// `options` gives the threads, the engine and the interrupt flag; the budget is the task's.
+pub fn run_task(
+    scene: &Scene,
+    base: &Path,
+    options: &SearchOptions,
+    task: &ShardTask,
+) -> Result<ShardOutput, SearchError> {
+    if task.shard >= task.shards {
+        return Err(SearchError::Setting(format!(
+            "shard {} of {}: shards are numbered from 0",
+            task.shard, task.shards
+        )));
+    }
+    let options = SearchOptions {
+        calibrations: task.calibrations,
+        seconds: task.seconds,
+        shard: Some(task.clone()),
+        ..options.clone()
+    };
+    let mut search = Search::new(scene, base, &options)?;
+    let mut records = Vec::new();
+    let report = search.run(|e| {
+        if let Event::Calibrated(r, elapsed_s) = e {
+            records.push(WireRecord::of(r, elapsed_s));
+        }
+    });
+    Ok(ShardOutput {
+        task: task.clone(),
+        records,
+        proposers: report.proposers,
+        warnings: report.warnings,
+        warning_count: report.summary.warnings,
+        stopped_by: report.summary.stopped_by.to_string(),
+        unfinished: report.summary.unfinished,
+        wall_s: report.timing.wall_s,
+        threads: report.timing.threads,
+        device: WireDevice::of(&report.summary.protocol.device),
+        search_loop: report.timing.search_loop,
+    })
+}
+
+/// Runs a whole plan here, task after task, and merges it: what a cluster computes, on one
+/// machine (the reference its results are compared with).
+pub fn run_local(
+    scene: &Scene,
+    base: &Path,
+    options: &SearchOptions,
+    plan: &Plan,
+) -> Result<super::merge::Merged, SearchError> {
+    let mut outputs = Vec::new();
+    for epoch in 0..plan.epochs {
+        for task in plan.tasks(epoch, &outputs) {
+            outputs.push(run_task(scene, base, options, &task)?);
+        }
+    }
+    super::merge::merge(scene, plan, options.precision, &outputs)
+}
+
+/// A [`Record`] as a shard sends it: numbers as their bits (a NaN loss, an infinite constant and
+/// a missing R² all come back as they were), and the seconds into the shard's run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct WireRecord {
+    pub calibration: u64,
+    pub candidate: u64,
+    pub draw: u32,
+    pub proposer: String,
+    pub name: String,
+    pub skeleton: String,
+    pub src: String,
+    pub params: BTreeMap<String, u64>,
+    pub train_loss: u64,
+    pub held_out_r2: Option<u64>,
+    pub success: bool,
+    pub status: String,
+    pub detail: Option<String>,
+    pub elapsed_s: f64,
+}
+
+/// The statuses a record can have.
+const STATUSES: [&str; 5] = ["done", "converged", "failed", "non-finite", "stopped"];
+
+impl WireRecord {
+    pub fn of(r: &Record, elapsed_s: f64) -> WireRecord {
+        WireRecord {
+            calibration: r.calibration,
+            candidate: r.candidate,
+            draw: r.draw,
+            proposer: r.proposer.clone(),
+            name: r.name.clone(),
+            skeleton: r.skeleton.clone(),
+            src: r.src.clone(),
+            params: r
+                .params
+                .iter()
+                .map(|(k, v)| (k.clone(), v.to_bits()))
+                .collect(),
+            train_loss: r.train_loss.to_bits(),
+            held_out_r2: r.held_out_r2.map(f64::to_bits),
+            success: r.success,
+            status: r.status.to_string(),
+            detail: r.detail.clone(),
+            elapsed_s,
+        }
+    }
+
+    /// The record back (an unknown status reads as `failed`).
+    pub fn record(&self) -> Record {
+        Record {
+            calibration: self.calibration,
+            candidate: self.candidate,
+            draw: self.draw,
+            proposer: self.proposer.clone(),
+            name: self.name.clone(),
+            skeleton: self.skeleton.clone(),
+            program: 0,
+            src: self.src.clone(),
+            params: self
+                .params
+                .iter()
+                .map(|(k, v)| (k.clone(), f64::from_bits(*v)))
+                .collect(),
+            train_loss: f64::from_bits(self.train_loss),
+            held_out_r2: self.held_out_r2.map(f64::from_bits),
+            success: self.success,
+            status: STATUSES
+                .into_iter()
+                .find(|s| *s == self.status)
+                .unwrap_or("failed"),
+            detail: self.detail.clone(),
+        }
+    }
+}
+
+/// [`DeviceUsed`] as a shard sends it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct WireDevice {
+    pub kind: String,
+    pub adapter: Option<String>,
+    pub software: bool,
+    pub lost: Option<String>,
+}
+
+impl WireDevice {
+    fn of(d: &DeviceUsed) -> WireDevice {
+        WireDevice {
+            kind: d.kind.to_string(),
+            adapter: d.adapter.clone(),
+            software: d.software,
+            lost: d.lost.clone(),
+        }
+    }
+
+    pub fn device(&self) -> DeviceUsed {
+        DeviceUsed {
+            kind: if self.kind == "gpu" { "gpu" } else { "cpu" },
+            adapter: self.adapter.clone(),
+            software: self.software,
+            lost: self.lost.clone(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shares_add_up_and_differ_by_at_most_one() {
+        for (total, parts) in [(10u64, 3u64), (7, 7), (3, 8), (100_000, 16), (u64::MAX, 5)] {
+            let s: Vec<u64> = (0..parts).map(|k| share(total, parts, k)).collect();
+            assert_eq!(
+                s.iter().map(|&x| u128::from(x)).sum::<u128>(),
+                u128::from(total)
+            );
+            let (lo, hi) = (
+                s.iter().min().expect("shares"),
+                s.iter().max().expect("shares"),
+            );
+            assert!(hi - lo <= 1, "{s:?}");
+        }
+    }
+
+    #[test]
+    fn a_record_crosses_the_wire_unchanged() {
+        let r = Record {
+            calibration: 3,
+            candidate: 1,
+            draw: 2,
+            proposer: "evolve".into(),
+            name: "n".into(),
+            skeleton: "(* P x)".into(),
+            program: 0,
+            src: "(* a x)".into(),
+            params: [("a".to_string(), f64::INFINITY), ("b".into(), -0.1)].into(),
+            train_loss: f64::NAN,
+            held_out_r2: None,
+            success: false,
+            status: "non-finite",
+            detail: Some("why".into()),
+        };
+        let text = serde_json::to_string(&WireRecord::of(&r, 0.5)).expect("json");
+        let back: WireRecord = serde_json::from_str(&text).expect("parses");
+        let got = back.record();
+        assert!(got.train_loss.is_nan());
+        assert_eq!(got.params["a"], f64::INFINITY);
+        assert_eq!(
+            serde_json::to_string(&got.log_line(0.5)).expect("json"),
+            serde_json::to_string(&r.log_line(0.5)).expect("json")
+        );
+        assert_eq!(back.elapsed_s, 0.5);
+    }
+}

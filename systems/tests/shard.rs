@@ -1,0 +1,208 @@
+//! Sharded searches ([`ndvm_systems::search::shard`]): one shard is the plain search, byte for
+//! byte; shards deal out the scene's candidates and the streams' lines, resume them across
+//! epochs and pass their best programs on; a rerun task gives the same output; the merged result
+//! is the same at every thread count.
+
+use ndvm_components::scene::Scene;
+use ndvm_systems::search::expr::Expr;
+use ndvm_systems::search::merge::merge;
+use ndvm_systems::search::shard::{Plan, ShardOutput, run_local, run_task};
+use ndvm_systems::search::{Event, Record, Search, SearchOptions, SearchReport};
+use std::collections::HashSet;
+use std::path::PathBuf;
+
+fn scenes() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../scenes")
+}
+
+/// The scalar task: three seed candidates, the 247-line stream once, and Evolve.
+fn scene() -> Scene {
+    Scene::from_ron(
+        r#"Scene(
+            candidates: [
+                Inline(name: "line", src: "(+ (* a x) b)"),
+                Inline(name: "decay", src: "(* a (exp (* b x)))"),
+                Inline(name: "wave", src: "(* a (cos (* b x)))"),
+            ],
+            data: Some(Synthetic(
+                program: "(* (exp (* -0.3 x)) (cos (* 2 x)))",
+                inputs: {"x": Linspace(0.1, 6.0, 64)},
+                noise_sd: 0.02, seed: 1, split: Split(train: 0.7, seed: 3),
+            )),
+            loss: Mse,
+            search: Some(Search(
+                proposers: [Stream(path: "scalar_stream_247.jsonl", cycle: false), Evolve()],
+                calibration: Calibration(steps: 20, optimizer: Adam(lr: 0.05), draws: 2),
+                window: 16,
+            )),
+        )"#,
+    )
+    .expect("scene")
+}
+
+fn options(threads: usize) -> SearchOptions {
+    SearchOptions {
+        threads: Some(threads),
+        ..SearchOptions::default()
+    }
+}
+
+fn without_timing(report: &SearchReport) -> String {
+    let mut v: serde_json::Value = serde_json::from_str(&report.to_json()).expect("json");
+    v.as_object_mut().expect("object").remove("timing");
+    v.to_string()
+}
+
+fn json(r: &Record) -> Vec<String> {
+    vec![serde_json::to_string(r).expect("json")]
+}
+
+#[test]
+fn one_shard_in_one_epoch_is_the_plain_search() {
+    let scene = scene();
+    let plain_options = SearchOptions {
+        calibrations: Some(300),
+        ..options(2)
+    };
+    let mut search = Search::new(&scene, &scenes(), &plain_options).expect("search");
+    let mut log = Vec::new();
+    let report = search.run(|e| {
+        if let Event::Calibrated(r, _) = e {
+            log.extend(json(r));
+        }
+    });
+    let plan = Plan::new(&scene, 1, None, Some(300), None, None).expect("plan");
+    assert_eq!(plan.epochs, 1);
+    let merged = run_local(&scene, &scenes(), &options(1), &plan).expect("sharded");
+    let merged_log: Vec<String> = merged.records.iter().flat_map(|(r, _)| json(r)).collect();
+    assert_eq!(merged_log, log);
+    assert_eq!(without_timing(&merged.report), without_timing(&report));
+}
+
+#[test]
+fn shards_deal_out_the_work_resume_it_and_merge_the_same_at_any_thread_count() {
+    let scene = scene();
+    let plan = Plan::new(&scene, 3, Some(2), Some(600), None, Some(3)).expect("plan");
+    let one = run_local(&scene, &scenes(), &options(1), &plan).expect("1 thread");
+    let two = run_local(&scene, &scenes(), &options(2), &plan).expect("2 threads");
+    let log = |m: &ndvm_systems::search::merge::Merged| -> Vec<String> {
+        m.records.iter().flat_map(|(r, _)| json(r)).collect()
+    };
+    assert_eq!(log(&one), log(&two));
+    assert_eq!(without_timing(&one.report), without_timing(&two.report));
+    assert_eq!(one.report.summary.calibrations, 600);
+    assert_eq!(one.report.summary.stopped_by, "calibrations");
+    // Numbered as one search: calibrations in order, candidates and programs by first appearance.
+    let (mut next_candidate, mut next_program) = (0, 0);
+    for (i, (r, _)) in one.records.iter().enumerate() {
+        assert_eq!(r.calibration, i as u64);
+        assert!(
+            r.candidate <= next_candidate && r.program <= next_program,
+            "{r:?}"
+        );
+        next_candidate = next_candidate.max(r.candidate + 1);
+        next_program = next_program.max(r.program + 1);
+    }
+    let (calibrations, programs) = one.log();
+    assert_eq!(calibrations.lines().count(), 600);
+    assert_eq!(programs.lines().count() as u64, next_program);
+    // The seeds and stream lines are dealt out: no line is calibrated twice (the stream does not
+    // cycle and the budget does not reach its end), across shards and epochs.
+    let mut seen = HashSet::new();
+    for (r, _) in &one.records {
+        if (r.proposer == "seeds" || r.proposer.starts_with("stream")) && r.draw == 0 {
+            assert!(seen.insert(r.name.clone()), "{} proposed twice", r.name);
+        }
+    }
+    assert!(seen.contains("line") && seen.contains("decay") && seen.contains("wave"));
+    let tallied: u64 = one.report.proposers.iter().map(|p| p.calibrations).sum();
+    assert_eq!(tallied, 600);
+}
+
+#[test]
+fn a_rerun_task_gives_the_same_output_and_the_best_programs_migrate() {
+    let scene = scene();
+    let plan = Plan::new(&scene, 2, Some(2), Some(240), None, Some(2)).expect("plan");
+    let first: Vec<ShardOutput> = plan
+        .tasks(0, &[])
+        .iter()
+        .map(|t| run_task(&scene, &scenes(), &options(1), t).expect("task"))
+        .collect();
+    for o in &first {
+        assert_eq!(o.records.len(), 60);
+    }
+    // A worker that dies and is retried computes the same output (timing apart).
+    let again = run_task(&scene, &scenes(), &options(2), &first[1].task).expect("rerun");
+    let strip = |o: &ShardOutput| -> Vec<String> {
+        o.records
+            .iter()
+            .map(|w| serde_json::to_string(&w.record()).expect("json"))
+            .collect()
+    };
+    assert_eq!(strip(&again), strip(&first[1]));
+    // The next epoch starts every shard from the best programs of each, and goes on with its
+    // own share of the stream.
+    let next = plan.tasks(1, &first);
+    assert_eq!(next[0].migrants, next[1].migrants);
+    assert!(!next[0].migrants.is_empty() && next[0].migrants.len() <= 4);
+    assert_eq!(
+        next[1].resume,
+        first[1]
+            .proposers
+            .iter()
+            .map(|p| p.candidates)
+            .collect::<Vec<_>>()
+    );
+    let second: Vec<ShardOutput> = next
+        .iter()
+        .map(|t| run_task(&scene, &scenes(), &options(1), t).expect("task"))
+        .collect();
+    for o in &second {
+        let evolved: HashSet<&str> = o
+            .records
+            .iter()
+            .filter(|w| w.proposer == "evolve")
+            .map(|w| w.src.as_str())
+            .collect();
+        for m in &next[0].migrants {
+            // Evolve prints numbers its own way (`2.0` as `2`).
+            let m = Expr::parse(m, 64).expect("a migrant parses").to_string();
+            assert!(
+                evolved.contains(m.as_str()),
+                "migrant {m} not tried in {:?}: {evolved:?}",
+                o.task
+            );
+        }
+    }
+    // Merging is order-free and drops a retried task's second output.
+    let mut all: Vec<ShardOutput> = second.iter().chain(&first).cloned().collect();
+    all.push(again);
+    let shuffled = merge(&scene, &plan, None, &all).expect("merge");
+    let ordered = run_local(&scene, &scenes(), &options(1), &plan).expect("local");
+    let records = |m: &ndvm_systems::search::merge::Merged| -> Vec<String> {
+        m.records.iter().flat_map(|(r, _)| json(r)).collect()
+    };
+    assert_eq!(records(&shuffled), records(&ordered));
+    assert_eq!(
+        without_timing(&shuffled.report),
+        without_timing(&ordered.report)
+    );
+}
+
+#[test]
+fn bad_plans_are_refused() {
+    let scene = scene();
+    for (shards, epochs) in [(0, None), (5000, None), (2, Some(0))] {
+        let e = Plan::new(&scene, shards, epochs, Some(10), None, None).expect_err("refused");
+        assert!(e.to_string().contains("must be between 1 and"), "{e}");
+    }
+    let plan = Plan::new(&scene, 2, None, Some(10), None, None).expect("plan");
+    assert_eq!(
+        plan.epochs, 4,
+        "Evolve on several shards migrates by default"
+    );
+    // More tasks than calibrations: the empty ones run nothing and the total stands.
+    let plan = Plan::new(&scene, 4, Some(3), Some(5), None, None).expect("plan");
+    let merged = run_local(&scene, &scenes(), &options(1), &plan).expect("runs");
+    assert_eq!(merged.report.summary.calibrations, 5);
+}
