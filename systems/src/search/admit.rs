@@ -67,8 +67,12 @@ impl Search {
         self.queue.pop_front()
     }
 
-    /// Admits proposals until the window is full or the budget is spent.
-    pub(super) fn refill(&mut self, on_event: &mut impl FnMut(Event<'_>)) {
+    /// Takes proposals until the window is full or the budget is spent; returns the members to
+    /// admit into the fit (the refused ones are already failed calibrations).
+    pub(super) fn refill(
+        &mut self,
+        on_event: &mut impl FnMut(Event<'_>),
+    ) -> Vec<population::Member> {
         let mut members = Vec::new();
         let mut rejected = Vec::new();
         let draws = u64::from(self.spec.calibration.draws);
@@ -131,7 +135,6 @@ impl Search {
             ));
             self.inflight.insert(index, flight);
         }
-        self.fit.admit(members);
         // A proposal that cannot even be admitted is a failed calibration of each draw.
         let mut records = Vec::new();
         for (index, n, flight, why) in rejected {
@@ -151,6 +154,7 @@ impl Search {
             self.slots[flight.proposer].tally.candidates += 1;
         }
         self.emit(records, on_event);
+        members
     }
 
     /// What makes a proposal unusable before it is decoded: its size and parameter names.

@@ -133,13 +133,7 @@ pub fn merge(
         }
         warning_count += o.warning_count;
         unfinished += o.unfinished;
-        let t = &o.search_loop;
-        search_loop.refill_s += t.refill_s;
-        search_loop.step_s += t.step_s;
-        search_loop.retire_s += t.retire_s;
-        search_loop.record_s += t.record_s;
-        search_loop.held_out_s += t.held_out_s;
-        search_loop.events_s += t.events_s;
+        search_loop += o.search_loop;
     }
     let stopped = |why: &str| parts.iter().any(|o| o.stopped_by == why);
     let stopped_by = if stopped("interrupted") {

@@ -171,7 +171,9 @@ pub struct Search {
     context: population::Context,
     held: heldout::HeldOut,
     parameters: Parameters,
-    fit: Fit,
+    /// The fit the candidates are calibrated in (taken out while the loop runs, so that it can
+    /// step while the rest of the search records the last step's calibrations).
+    fit: Option<Fit>,
     slots: Vec<Slot>,
     turn: usize,
     queue: VecDeque<(usize, Proposal)>,
@@ -305,7 +307,7 @@ impl Search {
             parameters: scene.parameters.clone(),
             context,
             held,
-            fit,
+            fit: Some(fit),
             slots,
             turn: 0,
             queue: VecDeque::new(),
@@ -332,12 +334,34 @@ impl Search {
     /// Runs to the budget, calling `on_event` for every calibration, warning and step; returns
     /// the report. Proposers are released at the end.
     pub fn run(&mut self, on_event: impl FnMut(Event<'_>) + Send) -> SearchReport {
+        let Some(mut fit) = self.fit.take() else {
+            // Only while it runs is the fit out.
+            return self.report("proposers");
+        };
         // The loop runs on the fit's pool: stepping costs no hand-over between threads.
-        let pool = self.fit.pool();
-        pool.install(|| self.run_here(on_event))
+        let pool = fit.pool();
+        let stopped_by = pool.install(|| self.run_here(&mut fit, on_event));
+        self.fit = Some(fit);
+        for slot in &mut self.slots {
+            slot.proposer.finish();
+        }
+        let p = self.point();
+        self.frontier.close(p);
+        self.report(stopped_by)
     }
 
-    fn run_here(&mut self, mut on_event: impl FnMut(Event<'_>)) -> SearchReport {
+    /// The loop. Each fit step runs beside the search's own work on the step before: recording
+    /// the calibrations it finished (held-out R², records, tallies, the caller's log, the
+    /// proposers' `observe`) and taking new proposals for the slots they freed, admitted when
+    /// the step ends. None of it waits for the step, and the cores never idle between steps.
+    /// So a proposer sees a step's results one step later, and a freed slot is refilled one step
+    /// later, than if each waited for the other; the order of everything is still fixed by the
+    /// scene alone.
+    fn run_here(
+        &mut self,
+        fit: &mut Fit,
+        mut on_event: impl FnMut(Event<'_>) + Send,
+    ) -> &'static str {
         let deadline = self
             .seconds
             .map(|s| self.started + Duration::from_secs_f64(s.min(1e9)));
@@ -350,7 +374,11 @@ impl Search {
             flag: Some(self.interrupted.clone()),
             deadline,
         };
-        self.fit.set_stop(stop.clone());
+        fit.set_stop(stop.clone());
+        // The candidates the last step finished (recorded beside the next step), and the new
+        // ones to admit before it.
+        let mut finished = Vec::new();
+        let mut members = Vec::new();
         let stopped_by = loop {
             if self.interrupted.load(Ordering::Relaxed) {
                 break "interrupted";
@@ -359,38 +387,60 @@ impl Search {
                 break "seconds";
             }
             let mut lap = report::Lap::start();
-            self.refill(&mut on_event);
-            self.loop_times.refill_s += lap.next();
+            fit.admit(std::mem::take(&mut members));
             if self.inflight.is_empty() {
-                if self.max_calibrations.is_some_and(|m| self.admitted >= m) {
-                    break "calibrations";
+                // Nothing to step: record and refill here (the proposers may be waiting for
+                // the results).
+                self.record(std::mem::take(&mut finished), &mut on_event);
+                self.loop_times.record_s += lap.next();
+                members = self.refill(&mut on_event);
+                self.loop_times.refill_s += lap.next();
+                if self.inflight.is_empty() {
+                    if self.max_calibrations.is_some_and(|m| self.admitted >= m) {
+                        break "calibrations";
+                    }
+                    if self.queue.is_empty() && self.slots.iter().all(|s| s.done) {
+                        break "proposers";
+                    }
                 }
-                if self.queue.is_empty() && self.slots.iter().all(|s| s.done) {
-                    break "proposers";
-                }
-                // Everything offered this round was refused (each a failed calibration, with
-                // its reason): ask again.
+                // Admitted at the top; or everything offered was refused (each a failed
+                // calibration, with its reason): ask again.
                 continue;
             }
-            self.fit.step();
+            let batch = std::mem::take(&mut finished);
+            let (done, (next, [record_s, refill_s])) = rayon::join(
+                || {
+                    fit.step();
+                    (!stop.requested()).then(|| fit.retire())
+                },
+                || {
+                    let mut lap = report::Lap::start();
+                    self.record(batch, &mut on_event);
+                    let recorded = lap.next();
+                    (self.refill(&mut on_event), [recorded, lap.next()])
+                },
+            );
+            members = next;
+            self.loop_times.record_s += record_s;
+            self.loop_times.refill_s += refill_s;
+            self.loop_times.beside_step_s += record_s + refill_s;
             self.loop_times.step_s += lap.next();
-            if stop.requested() {
-                continue;
-            }
-            let done = self.fit.retire();
+            // A step cut short is not retired: its calibrations are unfinished.
+            let Some(done) = done else { continue };
+            finished = self.take_finished(done);
             self.loop_times.retire_s += lap.next();
-            self.record(done, &mut on_event);
-            self.loop_times.record_s += lap.next();
             let p = self.progress();
             on_event(Event::Progress(&p));
             self.loop_times.events_s += lap.next();
         };
-        for slot in &mut self.slots {
-            slot.proposer.finish();
+        // What finished last is recorded; what was never admitted never started.
+        let mut lap = report::Lap::start();
+        self.record(finished, &mut on_event);
+        for m in members {
+            self.inflight.remove(&(m.candidate.index as u64));
         }
-        let p = self.point();
-        self.frontier.close(p);
-        self.report(stopped_by)
+        self.loop_times.record_s += lap.next();
+        stopped_by
     }
 
     fn elapsed(&self) -> f64 {
@@ -429,7 +479,7 @@ impl Search {
 
     fn report(&mut self, stopped_by: &'static str) -> SearchReport {
         let unfinished: u64 = self.inflight.values().map(|f| f.draws).sum();
-        let profile = self.fit.profile().report();
+        let profile = self.fit.as_ref().map(|f| f.profile().report());
         report::build(report::Parts {
             spec: &self.spec,
             tally: &self.tally,
@@ -444,8 +494,8 @@ impl Search {
             wall_s: self.elapsed(),
             first_success_s: self.first_success_s,
             threads: self.threads,
-            device: profile.used.clone(),
-            profile: Some(profile),
+            device: profile.as_ref().map(|p| p.used.clone()).unwrap_or_default(),
+            profile,
             search_loop: self.loop_times,
             frontier: self.frontier.clone(),
         })

@@ -112,11 +112,13 @@ pub struct Timing {
 }
 
 /// The search loop's phases, in seconds summed over its steps: asking the proposers for
-/// candidates and admitting them (`refill`), one fit step (`step`), taking the finished
-/// candidates out with their reports (`retire`), turning them into records — the held-out R²
-/// of every draw (`held_out`, also inside `record`), numbering, tallies, the caller's log and
-/// the proposers' `observe` — and the progress event (`events`). Everything but `step` is
-/// serial: its share bounds the speedup any number of cores can give (docs/performance.md).
+/// candidates (`refill`), one fit step (`step`), taking the finished candidates out with their
+/// reports (`retire`), turning them into records — the held-out R² of every draw (`held_out`,
+/// also inside `record`), numbering, tallies, the caller's log and the proposers' `observe` —
+/// and the progress event (`events`). Recording a step's candidates and refilling the slots
+/// they freed run beside the next step (`beside_step`: the part of `record` and `refill` that
+/// did), so `step` is that step's wall time. The rest is serial: its share bounds the speedup
+/// any number of cores can give (docs/performance.md).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, serde::Deserialize)]
 pub struct LoopTimes {
     pub refill_s: f64,
@@ -125,12 +127,26 @@ pub struct LoopTimes {
     pub record_s: f64,
     pub held_out_s: f64,
     pub events_s: f64,
+    pub beside_step_s: f64,
+}
+
+impl std::ops::AddAssign for LoopTimes {
+    fn add_assign(&mut self, o: LoopTimes) {
+        self.refill_s += o.refill_s;
+        self.step_s += o.step_s;
+        self.retire_s += o.retire_s;
+        self.record_s += o.record_s;
+        self.held_out_s += o.held_out_s;
+        self.events_s += o.events_s;
+        self.beside_step_s += o.beside_step_s;
+    }
 }
 
 impl LoopTimes {
-    /// The serial seconds: everything but the fit step (`held_out` is part of `record`).
+    /// The serial seconds: everything but the fit step and the work beside it (`held_out` is
+    /// part of `record`).
     pub fn serial_s(&self) -> f64 {
-        self.refill_s + self.retire_s + self.record_s + self.events_s
+        self.refill_s + self.retire_s + self.record_s + self.events_s - self.beside_step_s
     }
 }
 

@@ -42,18 +42,28 @@ impl Search {
         }
     }
 
+    /// The retired candidates, each with what the search knows of it, out of the window.
+    pub(super) fn take_finished(
+        &mut self,
+        done: Vec<crate::report::CandidateResult>,
+    ) -> Vec<(crate::report::CandidateResult, Inflight)> {
+        done.into_iter()
+            .filter_map(|c| {
+                let flight = self.inflight.remove(&(c.index as u64))?;
+                Some((c, flight))
+            })
+            .collect()
+    }
+
     /// Records of the retired candidates, one per draw.
     pub(super) fn record(
         &mut self,
-        done: Vec<crate::report::CandidateResult>,
+        done: Vec<(crate::report::CandidateResult, Inflight)>,
         on_event: &mut impl FnMut(Event<'_>),
     ) {
         let mut records = Vec::new();
-        for c in done {
+        for (c, flight) in done {
             let index = c.index as u64;
-            let Some(flight) = self.inflight.remove(&index) else {
-                continue;
-            };
             self.slots[flight.proposer].tally.candidates += 1;
             let r2 = if matches!(c.status, "done" | "converged" | "stopped") {
                 let names = &flight.proposal.params;
