@@ -20,8 +20,33 @@ pub const DATA_LIMIT: u64 = 1 << 30;
 /// The whole of `path` as UTF-8 text, or an error saying why not (it cannot be read, is over
 /// `limit` bytes, or is not UTF-8).
 pub fn read(path: &Path, limit: u64) -> Result<String, String> {
+    check_kind(path)?;
     let file = std::fs::File::open(path).map_err(|e| e.to_string())?;
     read_from(file, limit)
+}
+
+/// Inputs are files: a FIFO or a socket would block the read (and the process, deaf to its
+/// first Ctrl-C) until something writes to it, forever when nothing does. Devices are read
+/// (`/dev/zero` ends at its first byte, `/dev/null` is empty).
+pub fn check_kind(path: &Path) -> Result<(), String> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        if let Ok(meta) = std::fs::metadata(path) {
+            let t = meta.file_type();
+            let kind = if t.is_fifo() {
+                "a FIFO"
+            } else if t.is_socket() {
+                "a socket"
+            } else {
+                return Ok(());
+            };
+            return Err(format!(
+                "it is {kind}, not a file: reading it would wait for a writer (give a file)"
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Everything `reader` gives, up to `limit` bytes, as UTF-8 text. It is read in chunks, and a

@@ -202,3 +202,33 @@ fn a_stop_request_ends_a_long_loop_within_a_look() {
     let out = evaluate(&mut vm, &short, &Bindings::new(), false).expect("runs");
     assert_eq!(numbers(&out), vec![3.0]);
 }
+
+#[test]
+fn chains_of_and_or_cond_and_let_star_are_bounded_in_depth() {
+    use ndvm_engine::syntax::expand::MAX_CHAINED;
+    let n = MAX_CHAINED;
+    // At the limit a chain decodes and runs; one operand more is a located limit error.
+    let fine = format!("(and {})", "1 ".repeat(n));
+    Program::new(&fine, &[]).expect("at the limit");
+    let cases = [
+        format!("(and {})", "1 ".repeat(n + 1)),
+        format!("(or {})", "#f ".repeat(n + 1)),
+        format!("(cond {}(else 2))", "(#f 1) ".repeat(n)),
+        format!("(let* ({}) x)", "(x 1) ".repeat(n + 1)),
+        // Nested chains add up.
+        format!(
+            "(+ 1 (or {} (and {})))",
+            "#f ".repeat(n / 2),
+            "1 ".repeat(n / 2 + 1)
+        ),
+    ];
+    for src in &cases {
+        let e = Program::new(src, &[]).expect_err("too deep");
+        assert_eq!(e.kind, ErrorKind::Limit, "{}", e.message);
+        assert!(
+            e.message.contains("deeper than 100000 levels"),
+            "{}",
+            e.message
+        );
+    }
+}

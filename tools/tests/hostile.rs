@@ -626,3 +626,31 @@ fn a_time_budget_stops_candidates_inside_long_loops() {
     assert_eq!(s["calibrations"], 0, "{s}");
     assert!(s["unfinished"].as_u64().is_some_and(|n| n > 0), "{s}");
 }
+
+#[test]
+fn a_fifo_as_an_input_is_refused_at_once() {
+    let fifo = dir().join("input.fifo");
+    if !common::mkfifo(&fifo) {
+        return; // no mkfifo here
+    }
+    let fifo = fifo.to_string_lossy().into_owned();
+    let prog = file("fifo_prog.scm", "(* a 2)");
+    let csv_scene = file(
+        "fifo_csv.scene.ron",
+        &format!(
+            r#"Scene(
+    candidates: [Inline(name: "c", src: "(* a t)")],
+    parameters: Parameters(names: ["a"]),
+    data: Some(Csv(path: "{fifo}", columns: {{"t": "t"}}, target: "y")),
+    loss: Mse,
+)"#
+        ),
+    );
+    let said = "it is a FIFO, not a file";
+    fails_with(&["run", &fifo], 2, said);
+    fails_with(&["run", &prog, "--bindings", &fifo], 2, said);
+    fails_with(&["run", "--bytecode", &fifo], 2, said);
+    fails_with(&["fit", &fifo], 2, said);
+    let err = String::from_utf8_lossy(&ndvm(&["fit", &csv_scene]).stderr).into_owned();
+    assert!(err.contains(said), "{err}");
+}

@@ -4,7 +4,7 @@
 //! error, not exit 0.
 
 mod common;
-use common::{command, ndvm_in, repo_file, scene, scratch};
+use common::{command, mkfifo, ndvm_in, repo_file, scene, scratch};
 use std::path::{Path, PathBuf};
 
 /// The inputs of `docs/examples/w1_closed_form.nbc`.
@@ -99,13 +99,6 @@ fn asm_refuses_a_symbolic_link_and_keeps_a_previous_file_whole() {
     assert!(text.contains("LOAD a"), "{text}");
     let names: Vec<_> = std::fs::read_dir(&dir).expect("dir").collect();
     assert_eq!(names.len(), 3, "only target, link and prev.nbc: {names:?}");
-}
-
-fn mkfifo(path: &Path) -> bool {
-    std::process::Command::new("mkfifo")
-        .arg(path)
-        .status()
-        .is_ok_and(|s| s.success())
 }
 
 #[test]

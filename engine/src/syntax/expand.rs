@@ -72,7 +72,15 @@ struct Expander {
     out: Expanded,
     kw: Vec<Option<Kw>>,
     fresh: u32,
+    /// Levels the enclosing `and`, `or`, `cond` and `let*` forms add once expanded (each of
+    /// their operands nests one level deeper than the one before).
+    chained: usize,
 }
+
+/// The most levels `and`, `or`, `cond` and `let*` forms may add, all enclosing ones together:
+/// a flat 60 MB `(and 1 1 …)` expands 30 million levels deep, and every later phase that walks
+/// the tree pays for each level (about 500 bytes; it once took 14 GB and aborted).
+pub const MAX_CHAINED: usize = 100_000;
 
 /// Expands every top-level form of `data`.
 pub fn expand(data: Data) -> Result<Expanded> {
@@ -83,6 +91,7 @@ pub fn expand(data: Data) -> Result<Expanded> {
         },
         kw: Vec::new(),
         fresh: 0,
+        chained: 0,
     };
     for (name, kw) in KEYWORDS.iter().zip(KW_LIST) {
         let s = ex.out.data.symbols.intern_static(name);
@@ -345,6 +354,30 @@ impl Expander {
     }
 
     fn special(&mut self, kw: Kw, items: &[DatumId], ctx: Ctx, span: Span) -> Result<CoreId> {
+        let links = match kw {
+            Kw::And | Kw::Or | Kw::Cond => items.len() - 1,
+            Kw::LetStar => items.get(1).map_or(0, |&b| self.out.data.list(b).len()),
+            _ => return self.special_form(kw, items, ctx, span),
+        };
+        if self.chained + links > MAX_CHAINED {
+            let form = KEYWORDS[KW_LIST.iter().position(|&x| x == kw).unwrap_or(0)];
+            return Err(Error::new(
+                crate::error::ErrorKind::Limit,
+                format!(
+                    "this `{form}` ({links} operands, inside forms adding {} levels) would expand \
+                     deeper than {MAX_CHAINED} levels: split it up",
+                    self.chained
+                ),
+                span,
+            ));
+        }
+        self.chained += links;
+        let out = self.special_form(kw, items, ctx, span);
+        self.chained -= links;
+        out
+    }
+
+    fn special_form(&mut self, kw: Kw, items: &[DatumId], ctx: Ctx, span: Span) -> Result<CoreId> {
         let ops = &items[1..];
         let form = |k: Kw| KEYWORDS[KW_LIST.iter().position(|&x| x == k).unwrap_or(0)];
         let arity_err = |msg: &str| Err(Error::syntax(format!("`{}`: {msg}", form(kw)), span));

@@ -141,15 +141,26 @@ pub(crate) fn read_program(path: &str, form: Form) -> Result<Vec<u8>, Failure> {
             .map(String::into_bytes)
             .map_err(|e| Failure::Usage(format!("cannot read {path}: {e}")));
     }
+    input_file::check_kind(Path::new(path))
+        .map_err(|e| Failure::Usage(format!("cannot read {path}: {e}")))?;
     let fail = |e: std::io::Error| Failure::Usage(format!("cannot read {path}: {e}"));
-    let len = std::fs::metadata(path).map_err(fail)?.len();
-    if len > input_file::TEXT_LIMIT {
+    // Read through a bound: a device's size says nothing (`/dev/zero` reports 0 bytes).
+    let mut bytes = Vec::new();
+    std::io::Read::read_to_end(
+        &mut std::io::Read::take(
+            std::fs::File::open(path).map_err(fail)?,
+            input_file::TEXT_LIMIT + 1,
+        ),
+        &mut bytes,
+    )
+    .map_err(fail)?;
+    if bytes.len() as u64 > input_file::TEXT_LIMIT {
         return Err(Failure::Usage(format!(
-            "cannot read {path}: {len} bytes is over the {} byte limit",
+            "cannot read {path}: over the {} byte limit",
             input_file::TEXT_LIMIT
         )));
     }
-    std::fs::read(path).map_err(fail)
+    Ok(bytes)
 }
 
 /// Records that the flag `kv` binds `name`; an error if an earlier flag bound it already.

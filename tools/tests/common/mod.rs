@@ -48,3 +48,11 @@ pub fn repo_file(folder: &str, name: &str) -> String {
         .to_string_lossy()
         .into_owned()
 }
+
+/// Makes a FIFO at `path` (false where `mkfifo` is missing: the caller skips that case).
+pub fn mkfifo(path: &std::path::Path) -> bool {
+    Command::new("mkfifo")
+        .arg(path)
+        .status()
+        .is_ok_and(|s| s.success())
+}
