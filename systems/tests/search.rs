@@ -643,3 +643,46 @@ fn search_scenes_refuse_settings_they_would_ignore() {
             .expect_err("R² without held-out data");
     assert!(e.message.contains("held-out"), "{e}");
 }
+
+#[test]
+fn what_a_proposer_forks_ends_with_the_search() {
+    let pid_file = std::env::temp_dir().join(format!("ndvm-forks-{}.pid", std::process::id()));
+    let _ = std::fs::remove_file(&pid_file);
+    let scene = scalar_scene(
+        &format!(
+            "Command(argv: [\"python3\", \"proposers/forks.py\", {:?}], batch: 4)",
+            pid_file.to_string_lossy()
+        ),
+        "",
+    );
+    let (log, report, _) = run(&scene, &here(), budget(40, 1));
+    assert_eq!(log.len(), 40);
+    assert!(
+        report.proposers[0].error.is_none(),
+        "{:?}",
+        report.proposers
+    );
+    let pid = std::fs::read_to_string(&pid_file).expect("the proposer wrote its child's pid");
+    let _ = std::fs::remove_file(&pid_file);
+    // The child is gone (or a zombie waiting for a reaper): no `sleep 60` left running.
+    let stat = format!("/proc/{}/stat", pid.trim());
+    let alive = || {
+        std::fs::read_to_string(&stat)
+            .ok()
+            .and_then(|s| {
+                s.rsplit(')')
+                    .next()
+                    .map(|r| r.trim_start().starts_with('Z'))
+            })
+            .is_some_and(|zombie| !zombie)
+    };
+    let until = Instant::now() + std::time::Duration::from_secs(5);
+    while alive() && Instant::now() < until {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert!(
+        !alive(),
+        "the proposer's child {} is still running",
+        pid.trim()
+    );
+}

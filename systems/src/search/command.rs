@@ -111,7 +111,12 @@ impl CommandProposer {
         } else {
             program.into()
         };
-        let mut child = Command::new(&exe)
+        let mut command = Command::new(&exe);
+        // Its own process group: what it forks is ended with it (and a Ctrl-C at the terminal
+        // goes to ndvm, which stops it in order).
+        #[cfg(unix)]
+        std::os::unix::process::CommandExt::process_group(&mut command, 0);
+        let mut child = command
             .args(&argv[1..])
             .current_dir(if context.base.as_os_str().is_empty() {
                 Path::new(".")
@@ -299,6 +304,20 @@ impl CommandProposer {
         self.input = None;
         let _ = self.child.kill();
         let _ = self.child.wait();
+        self.end_group();
+    }
+
+    /// Ends whatever the process left running in its group (children it forked and did not
+    /// wait for): the search owns everything it started.
+    fn end_group(&self) {
+        #[cfg(unix)]
+        if let Some(group) = i32::try_from(self.child.id())
+            .ok()
+            .and_then(rustix::process::Pid::from_raw)
+        {
+            // The group was made for this proposer (its id is the proposer's pid).
+            let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
+        }
     }
 }
 
@@ -374,6 +393,7 @@ impl Proposer for CommandProposer {
         let until = Instant::now() + Duration::from_secs(2);
         while Instant::now() < until {
             if let Ok(Some(_)) = self.child.try_wait() {
+                self.end_group();
                 return;
             }
             std::thread::sleep(Duration::from_millis(10));
