@@ -5,7 +5,7 @@
 
 mod common;
 use common::{command, mkfifo, ndvm_in, repo_file, scene, scratch};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 /// The inputs of `docs/examples/w1_closed_form.nbc`.
 const W1: &str = "a,b,c,w,t";
