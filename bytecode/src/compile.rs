@@ -17,6 +17,7 @@ use ndvm_engine::error::{Error, ErrorKind, Result, Span};
 use ndvm_engine::extension::Registry;
 use ndvm_engine::prims::Prim;
 use ndvm_engine::syntax::reader::{Data, DatumId, DatumKind, read};
+use ndvm_engine::syntax::scope::Scope;
 
 /// Compiles dialect source (the subset above) against the input names and custom primitives.
 pub fn compile(source: &str, inputs: &[&str], registry: &Registry) -> Result<Code> {
@@ -40,7 +41,7 @@ pub fn compile(source: &str, inputs: &[&str], registry: &Registry) -> Result<Cod
             inputs: inputs.iter().map(|s| s.to_string()).collect(),
             ..Parts::default()
         },
-        scope: Vec::new(),
+        scope: Scope::default(),
         loops: Vec::new(),
     };
     c.expr(form, Tail::No)?;
@@ -68,7 +69,7 @@ struct Compiler<'a> {
     inputs: &'a [&'a str],
     parts: Parts,
     /// Bound names, innermost last, with their locals.
-    scope: Vec<(String, u32)>,
+    scope: Scope<String, u32>,
     loops: Vec<Loop>,
 }
 
@@ -116,7 +117,7 @@ impl Compiler<'_> {
             }
             DatumKind::Sym(s) => {
                 let name = self.data.symbols.name(s);
-                if let Some(&(_, l)) = self.scope.iter().rev().find(|(n, _)| n == name) {
+                if let Some(l) = self.scope.find(name) {
                     self.emit(Instr::Get { local: l }, span);
                 } else if let Some(i) = self.inputs.iter().position(|n| *n == name) {
                     self.emit(Instr::Load { input: i as u32 }, span);
@@ -139,7 +140,7 @@ impl Compiler<'_> {
             return Err(Error::syntax("an empty combination `()`", span));
         };
         let head_name = self.name(head).map(str::to_string);
-        let bound = |n: &str| self.scope.iter().any(|(s, _)| s == n) || self.inputs.contains(&n);
+        let bound = |n: &str| self.scope.contains(n) || self.inputs.contains(&n);
         match head_name.as_deref() {
             Some("let") | Some("let*") if !bound(head_name.as_deref().unwrap_or("")) => {
                 self.let_form(args, span, head_name.as_deref() == Some("let*"), tail)

@@ -7,6 +7,7 @@
 //! nothing at run time. Tail positions are marked on calls.
 
 use super::core::{CoreId, CoreKind, Expanded, TopForm};
+use super::scope::Scope;
 use super::symbols::Sym;
 use crate::error::{Error, ErrorKind, Result, Span};
 use crate::extension::Registry;
@@ -29,7 +30,7 @@ struct Decoder<'a> {
     inputs: Vec<Sym>,
     input_names: Vec<String>,
     primitives: &'a Registry,
-    scope: Vec<(Sym, Binding)>,
+    scope: Scope<Sym, Binding>,
     frames: Vec<Frame>,
     p: ProgramParts,
 }
@@ -55,7 +56,7 @@ pub fn decode(
         inputs: input_syms,
         input_names: inputs.iter().map(|s| s.to_string()).collect(),
         primitives,
-        scope: Vec::new(),
+        scope: Scope::default(),
         frames: vec![Frame { next_slot: 0 }],
         p: ProgramParts::default(),
     };
@@ -135,7 +136,7 @@ impl Decoder<'_> {
     }
 
     fn resolve(&mut self, s: Sym, span: Span) -> Result<Node> {
-        if let Some(&(_, b)) = self.scope.iter().rev().find(|(n, _)| *n == s) {
+        if let Some(b) = self.scope.find(&s) {
             return Ok(match b {
                 Binding::Local { level, slot } => Node::Local {
                     depth: self.level() - level,

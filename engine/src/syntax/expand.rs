@@ -10,6 +10,7 @@ use super::core::{Bind, Core, CoreId, CoreKind, Expanded, Range, TopForm};
 use super::reader::{Data, DatumId, DatumKind};
 use super::symbols::Sym;
 use crate::error::{Error, ErrorKind, Result, Span};
+use std::collections::HashSet;
 
 /// The 18 keywords of docs/language-reference.md §4.
 pub const KEYWORDS: [&str; 18] = [
@@ -104,16 +105,15 @@ pub fn expand(data: Data) -> Result<Expanded> {
     if top.is_empty() {
         return Err(Error::syntax("empty program", Span::new(0, 0)));
     }
-    let mut seen: Vec<Sym> = Vec::new();
+    let mut seen: HashSet<Sym> = HashSet::new();
     for &d in &top {
         if let Some((name, init, span)) = ex.definition(d)? {
-            if seen.contains(&name) {
+            if !seen.insert(name) {
                 return Err(Error::syntax(
                     format!("`{}` is defined twice at top level", ex.name(name)),
                     span,
                 ));
             }
-            seen.push(name);
             ex.out.top.push(TopForm::Define(Bind { name, init, span }));
         } else {
             let e = ex.expr(d, NON_TAIL)?;
@@ -227,9 +227,10 @@ impl Expander {
 
     fn lambda(&mut self, params: &[DatumId], body: &[DatumId], span: Span) -> Result<CoreId> {
         let mut names: Vec<(Sym, Span)> = Vec::with_capacity(params.len());
+        let mut seen = HashSet::with_capacity(params.len());
         for &p in params {
             let s = self.binder(p, "a parameter")?;
-            if names.iter().any(|(n, _)| *n == s) {
+            if !seen.insert(s) {
                 return Err(Error::syntax(
                     format!("parameter `{}` is repeated", self.name(s)),
                     self.span(p),
@@ -250,12 +251,13 @@ impl Expander {
     /// `definition* expression+`, as `letrec*` when there are definitions.
     fn body(&mut self, items: &[DatumId], ctx: Ctx, span: Span) -> Result<CoreId> {
         let mut defs: Vec<Bind> = Vec::new();
+        let mut seen = HashSet::new();
         let mut i = 0;
         while i < items.len() {
             let Some((name, init, dspan)) = self.definition(items[i])? else {
                 break;
             };
-            if defs.iter().any(|b| b.name == name) {
+            if !seen.insert(name) {
                 return Err(Error::syntax(
                     format!("`{}` is defined twice in one body", self.name(name)),
                     dspan,
@@ -364,8 +366,13 @@ impl Expander {
             return Err(Error::new(
                 crate::error::ErrorKind::Limit,
                 format!(
-                    "this `{form}` ({links} operands, inside forms adding {} levels) would expand \
+                    "this `{form}` ({links} {}, inside forms adding {} levels) would expand \
                      deeper than {MAX_CHAINED} levels: split it up",
+                    match kw {
+                        Kw::Cond => "clauses",
+                        Kw::LetStar => "bindings",
+                        _ => "operands",
+                    },
                     self.chained
                 ),
                 span,
@@ -570,6 +577,7 @@ impl Expander {
             ));
         }
         let mut out: Vec<(Sym, DatumId, Span)> = Vec::new();
+        let mut seen = HashSet::new();
         for &b in self.out.data.list(d) {
             let pair = self.out.data.list(b);
             if !self.out.data.is_list(b) || pair.len() != 2 {
@@ -579,7 +587,7 @@ impl Expander {
                 ));
             }
             let name = self.binder(pair[0], "a bound name")?;
-            if distinct && out.iter().any(|(n, _, _)| *n == name) {
+            if distinct && !seen.insert(name) {
                 return Err(Error::syntax(
                     format!("`{}` is bound twice", self.name(name)),
                     self.span(pair[0]),

@@ -4,4 +4,5 @@ pub mod core;
 pub mod decode;
 pub mod expand;
 pub mod reader;
+pub mod scope;
 pub mod symbols;
