@@ -17,8 +17,18 @@ pub const POINTS: usize = 10_000_000;
 /// Lanes of one candidate: restarts × data points.
 pub const LANES: usize = 1 << 24;
 
+/// Candidates of one fit (a search streams any number through its window): each keeps its
+/// spec, its results and its report (a 1,000,000-line stream once took 5.7 GB and aborted).
+pub const CANDIDATES: usize = 100_000;
+
 /// Candidates a search keeps in flight (`window`).
 pub const WINDOW: usize = 1 << 16;
+
+/// Lanes a search keeps in flight: `window` × draws × training points. Each lane holds its
+/// tape's values and adjoints (a few hundred bytes for a small program), so this bounds a
+/// search's memory at a few GiB whatever its settings (`draws: 30000` once took 6.3 GB and
+/// aborted). The default window of 64 leaves 65,536 lanes per calibration.
+pub const LANES_IN_FLIGHT: usize = 1 << 22;
 
 /// Parameters of one candidate (Levenberg–Marquardt and the uncertainties hold `P × P`
 /// matrices and solve them in `P³`).

@@ -654,3 +654,53 @@ fn a_fifo_as_an_input_is_refused_at_once() {
     let err = String::from_utf8_lossy(&ndvm(&["fit", &csv_scene]).stderr).into_owned();
     assert!(err.contains(said), "{err}");
 }
+
+#[test]
+fn a_fit_of_too_many_candidates_and_a_search_of_too_many_lanes_are_refused() {
+    // 100,001 stream lines: the reader stops one past the limit.
+    let line = "{\"src\": \"(* a t)\"}\n";
+    let stream = file("many.jsonl", &line.repeat(100_001));
+    let scene = file(
+        "many.scene.ron",
+        &format!(
+            r#"Scene(
+    candidates: [Stream(path: "{stream}")],
+    parameters: Parameters(names: ["a"]),
+    data: Some(Synthetic(program: "(* 2 t)", inputs: {{"t": Linspace(0.0, 1.0, 5)}})),
+    loss: Mse,
+)"#
+        ),
+    );
+    fails_with(
+        &["fit", &scene],
+        1,
+        "the population has more than 100000 candidates",
+    );
+    for (window, draws) in [(64, 30_000), (65_536, 100)] {
+        let scene = file(
+            &format!("wide{window}.scene.ron"),
+            &format!(
+                r#"Scene(
+    candidates: [],
+    data: Some(Synthetic(program: "(* 2 x)", inputs: {{"x": Linspace(0.0, 1.0, 64)}}, split: Split(train: 0.7, seed: 1))),
+    loss: Mse,
+    search: Some(Search(
+        proposers: [Evolve()],
+        calibration: Calibration(steps: 10, optimizer: Adam(lr: 0.1), draws: {draws}),
+        window: {window},
+        budget: Budget(calibrations: Some(100)),
+    )),
+)"#
+            ),
+        );
+        let err = fails_with(
+            &["search", &scene],
+            1,
+            "lanes in flight, over the limit of 4194304",
+        );
+        assert!(
+            err.contains(&format!("window {window} × {draws} draws")),
+            "{err}"
+        );
+    }
+}

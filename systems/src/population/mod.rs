@@ -43,6 +43,11 @@ pub enum PopulationError {
     Names { candidate: String, message: String },
     #[error("the population is empty: no candidate was read (an empty stream, or `take: Some(0)`)")]
     Empty,
+    #[error(
+        "the population has more than {0} candidates, the limit of one fit (fit it in parts with \
+         a stream's `take`, or run a search: `ndvm search` streams any number)"
+    )]
+    TooMany(usize),
 }
 
 /// How every member of a population is fitted: a scene's settings, or a search's calibration
@@ -252,7 +257,10 @@ pub fn build(scene: &Scene, base: &Path) -> Result<(Vec<Member>, Vec<String>), P
                 let stem = Path::new(path)
                     .file_stem()
                     .map_or_else(String::new, |s| s.to_string_lossy().into_owned());
-                let reading = candidate_stream::read(&base.join(path), path, *take, |entry| {
+                // Read no further than one past the population limit.
+                let room = ndvm_components::limits::CANDIDATES + 1;
+                let take = Some(take.map_or(room, |t| t.min(room)));
+                let reading = candidate_stream::read(&base.join(path), path, take, |entry| {
                     let mut params = scene.parameters.clone();
                     if let Some(names) = entry.params {
                         params.names = names;
@@ -271,6 +279,11 @@ pub fn build(scene: &Scene, base: &Path) -> Result<(Vec<Member>, Vec<String>), P
     }
     if members.is_empty() && scene.search.is_none() {
         return Err(PopulationError::Empty);
+    }
+    if members.len() > ndvm_components::limits::CANDIDATES {
+        return Err(PopulationError::TooMany(
+            ndvm_components::limits::CANDIDATES,
+        ));
     }
     Ok((members, warnings))
 }

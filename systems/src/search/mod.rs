@@ -252,6 +252,17 @@ impl Search {
                 ndvm_components::limits::LANES
             )));
         }
+        // What the whole window holds at once: each lane carries its tape, values and gradients.
+        let in_flight = lanes_per_candidate.saturating_mul(spec.window);
+        if in_flight > ndvm_components::limits::LANES_IN_FLIGHT {
+            return Err(SearchError::Setting(format!(
+                "window {} × {} draws × {points} training points = {in_flight} lanes in flight, \
+                 over the limit of {}: lower `window` or `draws`",
+                spec.window,
+                c.draws,
+                ndvm_components::limits::LANES_IN_FLIGHT
+            )));
+        }
         let protocol = Protocol {
             loss: scene.loss,
             optimizer: c.optimizer,
