@@ -17,6 +17,11 @@ pub const POINTS: usize = 10_000_000;
 /// Lanes of one candidate: restarts × data points.
 pub const LANES: usize = 1 << 24;
 
+/// Numeric payload a search's window of candidates may allocate together: each candidate's
+/// walk gets this divided by the window (64 MiB at the default window of 64), instead of the
+/// engine's 1 GiB each (64 candidates just under it once took 3.4 GB and aborted).
+pub const SEARCH_PAYLOAD: u64 = 4 << 30;
+
 /// Candidates of one fit (a search streams any number through its window): each keeps its
 /// spec, its results and its report (a 1,000,000-line stream once took 5.7 GB and aborted).
 pub const CANDIDATES: usize = 100_000;

@@ -18,6 +18,9 @@ pub struct FitSettings {
     /// Where replays run (default: the scene's `device`, else `Auto`); `None` here defers to
     /// the scene.
     pub device: Option<ndvm_components::scene::Device>,
+    /// The numeric payload one candidate's walk may allocate (default: the engine's limit). A
+    /// search shares a bound among its window ([`ndvm_components::limits::SEARCH_PAYLOAD`]).
+    pub payload_bytes: Option<u64>,
 }
 
 impl Default for FitSettings {
@@ -27,6 +30,7 @@ impl Default for FitSettings {
             window: 1024,
             walk_every_step: false,
             device: None,
+            payload_bytes: None,
         }
     }
 }

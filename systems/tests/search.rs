@@ -686,3 +686,34 @@ fn what_a_proposer_forks_ends_with_the_search() {
         pid.trim()
     );
 }
+
+#[test]
+fn a_search_shares_one_payload_bound_among_its_window() {
+    // 300,000 iterations over 4 draws × 45 training points: ~200 MB of lane values, fine for
+    // one walk alone (1 GiB) but over a window-of-64's share (64 MiB) of the search's 4 GiB.
+    let stream = std::env::temp_dir().join(format!("ndvm-payload-{}.jsonl", std::process::id()));
+    let big = "(loop ((i 0) (s a)) (if (< i 300000) (recur (+ i 1) (+ s x)) s))";
+    std::fs::write(
+        &stream,
+        format!("{{\"src\": \"{big}\", \"params\": [\"a\"]}}\n{{\"src\": \"(* a x)\", \"params\": [\"a\"]}}\n"),
+    )
+    .expect("stream");
+    let scene = scalar_scene(
+        &format!("Stream(path: {:?}, cycle: false)", stream.to_string_lossy()),
+        "calibration: Calibration(steps: 2, optimizer: Adam(lr: 0.1), draws: 4)",
+    );
+    let (log, report, _) = run(&scene, &here(), budget(8, 1));
+    let _ = std::fs::remove_file(&stream);
+    assert_eq!(report.summary.calibrations, 8);
+    let (heavy, light): (Vec<&Record>, Vec<&Record>) = log.iter().partition(|r| r.src == big);
+    assert_eq!((heavy.len(), light.len()), (4, 4));
+    for r in heavy {
+        assert_eq!(r.status, "failed");
+        let detail = r.detail.as_deref().unwrap_or("");
+        assert!(
+            detail.contains("payload bytes") && detail.contains("67108864"),
+            "{detail}"
+        );
+    }
+    assert!(light.iter().all(|r| r.status != "failed"));
+}

@@ -280,6 +280,11 @@ impl Search {
                 lanes_per_group: lanes_per_candidate.clamp(256, 4096),
                 walk_every_step: options.walk_every_step,
                 device: options.device,
+                // The window's candidates share one payload bound.
+                payload_bytes: Some(
+                    (ndvm_components::limits::SEARCH_PAYLOAD / spec.window.max(1) as u64)
+                        .min(ndvm_engine::Limits::default().payload_bytes),
+                ),
             },
             engine: options.engine.clone(),
             precision: Some(precision),

@@ -26,6 +26,7 @@ use std::time::{Duration, Instant};
 pub fn walk<R: Real>(
     mut profile: ResMut<Profile>,
     stop: Res<StopSignal>,
+    settings: Res<crate::resources::FitSettings>,
     candidates: Query<(&Candidate, &FitSpec, &ParamValues, &Compiled, &Status)>,
     mut groups: Query<(&LaneGroup, &Route, &mut Machine<R>, &mut GroupOutputs)>,
 ) {
@@ -40,6 +41,7 @@ pub fn walk<R: Real>(
         })
         .collect();
     let candidates = &candidates;
+    let payload = settings.payload_bytes;
     // Each group: whether it was walked and differentiated, its tape nodes, and the time its
     // walk and its backward pass took.
     let done: Vec<([bool; 2], u64, [Duration; 2])> = todo
@@ -53,6 +55,9 @@ pub fn walk<R: Real>(
             machine.walked.clone_from(&group.lanes);
             machine.walks += 1;
             machine.vm.stop.clone_from(&stop.0);
+            if let Some(bytes) = payload {
+                machine.vm.limits.payload_bytes = bytes;
+            }
             walk_group(machine, out, &compiled.0, &cand.source, group.lanes.len());
             let walked = start.elapsed();
             // The backward pass right after the walk, as after a replay: one parallel pass.
