@@ -455,25 +455,26 @@ fn a_round_of_refused_proposals_does_not_end_the_search() {
     );
 }
 
-/// A program over the size limit is refused unparsed and kept only by its start, so a 1 MB
-/// line costs a record of a few hundred bytes, not a megabyte per draw.
+/// A program over the size limit is refused unparsed and kept only by its start, so a 100 KB
+/// program costs a record of a few hundred bytes, not its size per draw; a stream's oversized
+/// line is skipped once, when the stream is read, not copied out at every pass of its cycle.
 #[test]
 fn an_oversized_program_is_refused_by_its_start() {
     let dir = std::env::temp_dir().join(format!("ndvm-oversized-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("dir");
-    let huge = format!("(+ {} x)", "(* a x) ".repeat(131_072));
+    let huge = format!("(+ {} x)", "(* a x) ".repeat(13_000));
     let lines = [
         serde_json::json!({"src": huge, "params": ["a"]}),
         serde_json::json!({"src": "(* a x)", "params": ["a"]}),
     ];
     let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
-    std::fs::write(dir.join("huge.jsonl"), text).expect("stream");
+    let path = dir.join("huge.jsonl").display().to_string();
+    std::fs::write(&path, text).expect("stream");
+    let budget = "calibration: Calibration(draws: 2), budget: Budget(calibrations: Some(4))";
+    // From a proposer: each draw a failed calibration, the program kept by its start.
     let scene = scalar_scene(
-        &format!(
-            "Stream(path: {:?})",
-            dir.join("huge.jsonl").display().to_string()
-        ),
-        "calibration: Calibration(draws: 2), budget: Budget(calibrations: Some(4))",
+        &format!("Command(argv: [\"python3\", \"proposers/file.py\", {path:?}], batch: 1)"),
+        budget,
     );
     let (log, report, _) = run(&scene, &here(), SearchOptions::default());
     assert_eq!(report.summary.stopped_by, "calibrations");
@@ -491,6 +492,15 @@ fn an_oversized_program_is_refused_by_its_start() {
             .iter()
             .all(|r| r.src == "(* a x)" && r.status != "failed")
     );
+    // From a stream: skipped when read, with its line and size.
+    let scene = scalar_scene(&format!("Stream(path: {path:?})"), budget);
+    let (log, _, warnings) = run(&scene, &here(), SearchOptions::default());
+    assert!(log.iter().all(|r| r.src == "(* a x)"), "{log:?}");
+    let said = format!(
+        "huge.jsonl, line 1: skipped: the program is {} bytes, over the 64 KiB limit",
+        huge.len()
+    );
+    assert!(warnings.iter().any(|w| w.contains(&said)), "{warnings:?}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 
