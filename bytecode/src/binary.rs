@@ -48,12 +48,26 @@ fn bad(msg: String) -> Error {
     Error::unlocated(ErrorKind::Syntax, msg)
 }
 
-/// Fills a read stream's source and spans with its listing.
-fn with_listing(mut parts: Parts) -> Parts {
+/// Fills a read stream's source and spans with its listing, and links it. An error found
+/// while linking (the verifier's) is located in that listing, which the caller does not have
+/// (it holds the file's bytes or JSON): the error names the listing's line and text instead of
+/// a span, so no excerpt of raw bytes or of unrelated JSON is shown.
+fn link_listed(mut parts: Parts, registry: &Registry) -> Result<Code> {
     let (text, spans) = listing(&parts);
-    parts.source = text;
+    parts.source = text.clone();
     parts.spans = spans;
-    parts
+    Code::link(parts, registry).map_err(|mut e| {
+        if let Some(span) = e.span.take() {
+            let (line, _) = span.line_col(&text);
+            let shown = text
+                .lines()
+                .nth(line.saturating_sub(1))
+                .unwrap_or("")
+                .trim();
+            e.message = format!("{} (at `{shown}`, line {line} of the listing)", e.message);
+        }
+        e
+    })
 }
 
 impl Code {
@@ -92,7 +106,7 @@ impl Code {
             callees: j.callees,
             ..Parts::default()
         };
-        Code::link(with_listing(parts), registry)
+        link_listed(parts, registry)
     }
 
     /// The binary form.
@@ -224,7 +238,7 @@ impl Code {
             callees,
             ..Parts::default()
         };
-        Code::link(with_listing(parts), registry)
+        link_listed(parts, registry)
     }
 }
 

@@ -704,3 +704,37 @@ fn a_fit_of_too_many_candidates_and_a_search_of_too_many_lanes_are_refused() {
         );
     }
 }
+
+#[test]
+fn bytecode_read_from_json_or_binary_is_located_in_its_listing() {
+    let text = file("jump.nbc", "PUSH 1\nJUMP 2\nRET\n");
+    let json = dir().join("jump.nbc.json").to_string_lossy().into_owned();
+    let binary = dir().join("jump.nbcb").to_string_lossy().into_owned();
+    for (to, out) in [("json", &json), ("nbcb", &binary)] {
+        let done = ndvm(&["asm", &text, "--to", to, "-o", out]);
+        assert!(
+            done.status.success(),
+            "{}",
+            String::from_utf8_lossy(&done.stderr)
+        );
+    }
+    // The jump's target, made out of range in each form.
+    let j = std::fs::read_to_string(&json).expect("json");
+    std::fs::write(&json, j.replace("\"target\": 2", "\"target\": 99")).expect("json");
+    let mut b = std::fs::read(&binary).expect("binary");
+    let at = b.iter().rposition(|&x| x == 29).expect("the JUMP opcode");
+    b[at + 1..at + 5].copy_from_slice(&99u32.to_le_bytes());
+    std::fs::write(&binary, b).expect("binary");
+    for path in [&json, &binary] {
+        let err = fails_with(&["run", path], 1, "JUMP target 99 is out of range");
+        assert!(
+            err.contains("(at `JUMP L99`, line 2 of the listing)"),
+            "{err}"
+        );
+        // No excerpt of the file's bytes or of an unrelated JSON line.
+        assert!(
+            !err.contains("╭─") && !err.contains("ndvm-bytecode"),
+            "{err}"
+        );
+    }
+}
