@@ -143,6 +143,9 @@ fn a_rerun_task_gives_the_same_output_and_the_best_programs_migrate() {
     // The next epoch starts every shard from the best programs of each, and goes on with its
     // own share of the stream.
     let next = plan.tasks(1, &first);
+    // A retried task's second output counts once.
+    let twice: Vec<ShardOutput> = first.iter().chain([&again]).cloned().collect();
+    assert_eq!(plan.tasks(1, &twice), next);
     assert_eq!(next[0].migrants, next[1].migrants);
     assert!(!next[0].migrants.is_empty() && next[0].migrants.len() <= 4);
     assert_eq!(

@@ -10,7 +10,7 @@
 //! its own shard (the frontier keeps them non-decreasing). Everything but `timing` and the log's
 //! `timing` is a function of the scene and the plan.
 
-use super::frontier::{Frontier, Point};
+use super::frontier::Frontier;
 use super::log::{LogWriter, Programs};
 use super::record::{ProposerTally, Record, Tally};
 use super::report::{self, LoopTimes, SearchReport};
@@ -47,9 +47,7 @@ pub fn merge(
     outputs: &[ShardOutput],
 ) -> Result<Merged, SearchError> {
     let spec = scene.search.as_ref().ok_or(SearchError::NotASearch)?;
-    let mut parts: Vec<&ShardOutput> = outputs.iter().collect();
-    parts.sort_by_key(|o| (o.task.epoch, o.task.shard));
-    parts.dedup_by_key(|o| (o.task.epoch, o.task.shard));
+    let parts = super::shard::distinct(outputs);
     for o in &parts {
         if o.task.shards != plan.shards || o.task.epoch >= plan.epochs {
             return Err(SearchError::Setting(format!(
@@ -67,31 +65,13 @@ pub fn merge(
     for e in 1..start.len() {
         start[e] += start[e - 1];
     }
-    let by_r2 = plan.by_r2;
-    let mut tally = Tally::new(spec.keep, by_r2);
+    let mut tally = Tally::new(spec.keep, plan.by_r2);
     let mut frontier = Frontier::default();
     let mut programs = Programs::default();
     let mut candidates: HashMap<(u32, usize, u64), u64> = HashMap::new();
     let mut records = Vec::new();
     let mut first_success_s = None;
     let mut now = 0.0f64;
-    let point = |tally: &Tally, now: f64| Point {
-        elapsed_s: now,
-        calibrations: tally.calibrations,
-        best: tally
-            .best
-            .as_ref()
-            .and_then(|r| {
-                if by_r2 {
-                    r.held_out_r2
-                } else {
-                    Some(r.train_loss)
-                }
-            })
-            .unwrap_or(f64::NAN),
-        successes: tally.successes,
-        distinct_successes: tally.successful_skeletons.len() as u64,
-    };
     for o in &parts {
         for w in &o.records {
             let mut r = w.record();
@@ -109,13 +89,13 @@ pub fn merge(
                 first_success_s = Some(now);
             }
             if improved || new_success {
-                frontier.offer(point(&tally, now), new_success);
+                frontier.offer(tally.point(now), new_success);
             }
             records.push((r, now));
         }
     }
     let wall_s = start[plan.epochs as usize];
-    frontier.close(point(&tally, wall_s.max(now)));
+    frontier.close(tally.point(wall_s.max(now)));
     let mut proposers: Vec<ProposerTally> = Vec::new();
     let mut warnings = Vec::new();
     let (mut warning_count, mut unfinished) = (0, 0);

@@ -463,22 +463,8 @@ impl Search {
         self.started.elapsed().as_secs_f64()
     }
 
-    fn best(&self) -> Option<f64> {
-        let r = self.tally.best.as_ref()?;
-        match self.spec.success {
-            Success::HeldOutR2(_) => r.held_out_r2,
-            Success::TrainLoss(_) => Some(r.train_loss),
-        }
-    }
-
     fn point(&self) -> Point {
-        Point {
-            elapsed_s: self.elapsed(),
-            calibrations: self.tally.calibrations,
-            best: self.best().unwrap_or(f64::NAN),
-            successes: self.tally.successes,
-            distinct_successes: self.tally.successful_skeletons.len() as u64,
-        }
+        self.tally.point(self.elapsed())
     }
 
     pub fn progress(&self) -> Progress {
@@ -487,7 +473,7 @@ impl Search {
             calibrations: self.tally.calibrations,
             successes: self.tally.successes,
             distinct_successes: self.tally.successful_skeletons.len() as u64,
-            best: self.best(),
+            best: self.tally.best_value(),
             seconds: self.seconds,
             max_calibrations: self.max_calibrations,
         }

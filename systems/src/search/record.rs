@@ -176,6 +176,27 @@ impl Tally {
         }
     }
 
+    /// The best figure so far: the held-out R² when ranking by it, else the training loss.
+    pub fn best_value(&self) -> Option<f64> {
+        let r = self.best.as_ref()?;
+        if self.top.by_r2 {
+            r.held_out_r2
+        } else {
+            Some(r.train_loss)
+        }
+    }
+
+    /// Where the search stands, `elapsed_s` into it: a point of the frontier.
+    pub fn point(&self, elapsed_s: f64) -> super::frontier::Point {
+        super::frontier::Point {
+            elapsed_s,
+            calibrations: self.calibrations,
+            best: self.best_value().unwrap_or(f64::NAN),
+            successes: self.successes,
+            distinct_successes: self.successful_skeletons.len() as u64,
+        }
+    }
+
     /// Counts one record; returns whether the best so far improved.
     pub fn add(&mut self, r: &Record) -> bool {
         self.calibrations += 1;

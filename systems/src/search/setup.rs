@@ -71,14 +71,10 @@ pub(super) fn start_proposers(
     // The scene's own candidates come first, once (a shard takes its share of them, and every
     // shard has the slot, so that the proposers line up when shards merge).
     if !seeds.is_empty() {
-        let mut list = seeds;
-        if let Some(t) = shard {
-            let mut i = 0;
-            list.retain(|_| {
-                i += 1;
-                (i - 1) % t.shards == t.shard
-            });
-        }
+        let list = match shard {
+            Some(t) => super::shard::deal(seeds, t.shard, t.shards),
+            None => seeds,
+        };
         push(Box::new(proposer::Seeds { list: list.into() }));
     }
     for (i, p) in spec.proposers.iter().enumerate() {

@@ -79,6 +79,25 @@ impl ShardTask {
     }
 }
 
+/// Every task's output once (a retried task may have reported twice), in (epoch, shard) order.
+pub fn distinct(outputs: &[ShardOutput]) -> Vec<&ShardOutput> {
+    let mut parts: Vec<&ShardOutput> = outputs.iter().collect();
+    parts.sort_by_key(|o| (o.task.epoch, o.task.shard));
+    parts.dedup_by_key(|o| (o.task.epoch, o.task.shard));
+    parts
+}
+
+/// Shard `shard`'s share of `items` when `shards` deal them out: every `shards`-th, from
+/// `shard` (the scene's candidates, a stream's lines).
+pub fn deal<T>(items: Vec<T>, shard: usize, shards: usize) -> Vec<T> {
+    items
+        .into_iter()
+        .enumerate()
+        .filter(|(i, _)| i % shards.max(1) == shard)
+        .map(|(_, x)| x)
+        .collect()
+}
+
 /// `total` cut into `parts` near-equal shares; share `k`.
 fn share(total: u64, parts: u64, k: u64) -> u64 {
     let at = |i: u64| (u128::from(total) * u128::from(i) / u128::from(parts.max(1))) as u64;
@@ -144,7 +163,8 @@ impl Plan {
         let budget = self
             .calibrations
             .map(|c| share(c, epochs, u64::from(epoch)));
-        let migrants = self.migrants_after(epoch, earlier);
+        let earlier = distinct(earlier);
+        let migrants = self.migrants_after(epoch, &earlier);
         (0..self.shards)
             .map(|shard| {
                 let mut resume: Vec<u64> = Vec::new();
@@ -172,16 +192,12 @@ impl Plan {
 
     /// The best `migrants` programs (one per skeleton) of each shard's epoch `epoch − 1`, in
     /// shard order, each once.
-    fn migrants_after(&self, epoch: u32, earlier: &[ShardOutput]) -> Vec<String> {
+    fn migrants_after(&self, epoch: u32, earlier: &[&ShardOutput]) -> Vec<String> {
         let Some(last) = epoch.checked_sub(1) else {
             return Vec::new();
         };
-        let mut parts: Vec<&ShardOutput> =
-            earlier.iter().filter(|o| o.task.epoch == last).collect();
-        parts.sort_by_key(|o| o.task.shard);
-        parts.dedup_by_key(|o| o.task.shard);
         let mut out: Vec<String> = Vec::new();
-        for o in parts {
+        for o in earlier.iter().filter(|o| o.task.epoch == last) {
             let mut tally = Tally::new(self.migrants, self.by_r2);
             for r in &o.records {
                 let r = r.record();

@@ -71,11 +71,7 @@ impl Stream {
 
     /// Keeps the lines of one shard of a sharded search: every `shards`-th, from `shard`.
     pub fn keep_share(&mut self, shard: usize, shards: usize) {
-        let mut i = 0;
-        self.lines.retain(|_| {
-            i += 1;
-            (i - 1) % shards.max(1) == shard
-        });
+        self.lines = super::shard::deal(std::mem::take(&mut self.lines), shard, shards);
     }
 }
 
