@@ -52,6 +52,7 @@ from ._ndvm import (  # noqa: F401
 
 __all__ = [
     "Program",
+    "SymbolicRegressor",
     "fit",
     "search",
     "search_sharded",
@@ -107,10 +108,16 @@ def search(
     *,
     base_dir: Optional[str] = None,
     calibrations: Optional[int] = None,
+    seconds: Optional[float] = None,
 ) -> dict:
-    """Runs a search scene, as ``ndvm search`` does, and returns its report as a dict."""
+    """Runs a search scene, as ``ndvm search`` does, and returns its report as a dict.
+
+    ``calibrations`` or ``seconds`` replace the scene's budget. The report's ``front`` is the
+    Pareto front (``entries``, simplest first, each with ``complexity``, ``train_loss``,
+    ``sympy``, ``latex``; ``chosen`` indexes the pick).
+    """
     text, base, is_json = _scene_text(scene, base_dir)
-    return json.loads(search_json(text, base, is_json, threads, calibrations))
+    return json.loads(search_json(text, base, is_json, threads, calibrations, seconds))
 
 
 def _title(scene: Scene) -> str:
@@ -170,3 +177,12 @@ def _report(files: Mapping[str, str]) -> dict:
     report = json.loads(files["search.json"])
     report.pop("timing", None)
     return report
+
+
+def __getattr__(name: str) -> Any:
+    # The estimator imports scikit-learn: only when it is asked for.
+    if name == "SymbolicRegressor":
+        from .sklearn import SymbolicRegressor
+
+        return SymbolicRegressor
+    raise AttributeError(f"module 'ndvm' has no attribute {name!r}")

@@ -1,5 +1,5 @@
 from os import PathLike
-from typing import Any, Mapping, Optional, Union
+from typing import Any, Mapping, Optional, Sequence, Union
 
 import numpy as np
 import numpy.typing as npt
@@ -66,6 +66,7 @@ def search(
     *,
     base_dir: Optional[str] = None,
     calibrations: Optional[int] = None,
+    seconds: Optional[float] = None,
 ) -> dict[str, Any]: ...
 def search_sharded(
     scene: Scene,
@@ -84,7 +85,12 @@ def fit_json(
 ) -> str: ...
 def merge_results(parts: list[str]) -> str: ...
 def search_json(
-    scene: str, base: str, json: bool = ..., threads: Optional[int] = ..., calibrations: Optional[int] = ...
+    scene: str,
+    base: str,
+    json: bool = ...,
+    threads: Optional[int] = ...,
+    calibrations: Optional[int] = ...,
+    seconds: Optional[float] = ...,
 ) -> str: ...
 def search_plan(
     scene: str,
@@ -98,3 +104,30 @@ def search_plan(
 def search_tasks(plan: str, epoch: int, earlier: list[str]) -> list[str]: ...
 def search_shard(scene: str, base: str, json: bool, task: str, threads: Optional[int] = ...) -> str: ...
 def search_merge(scene: str, json: bool, title: str, plan: str, outputs: list[str]) -> list[tuple[str, str]]: ...
+
+class SymbolicRegressor:
+    """scikit-learn estimator over ``ndvm search``'s Pareto front (``ndvm.sklearn``)."""
+
+    equations_: list[dict[str, Any]]
+    best_: dict[str, Any]
+    report_: dict[str, Any]
+    def __init__(
+        self,
+        seconds: float = ...,
+        calibrations: Optional[int] = ...,
+        unary: Sequence[str] = ...,
+        binary: Sequence[str] = ...,
+        max_nodes: int = ...,
+        optimizer: str = ...,
+        steps: int = ...,
+        draws: int = ...,
+        lr: float = ...,
+        seed: int = ...,
+        threads: Optional[int] = ...,
+        variable_names: Optional[Sequence[str]] = ...,
+    ) -> None: ...
+    def fit(self, X: Any, y: Any) -> "SymbolicRegressor": ...
+    def predict(self, X: Any, index: Optional[int] = ...) -> Any: ...
+    def score(self, X: Any, y: Any, sample_weight: Any = ...) -> float: ...
+    def sympy(self, index: Optional[int] = ...) -> Any: ...
+    def latex(self, index: Optional[int] = ...) -> str: ...

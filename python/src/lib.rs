@@ -640,7 +640,7 @@ fn merge_results(parts: Vec<String>) -> PyResult<String> {
 
 /// Runs a search scene (`ndvm search`) and returns its results JSON.
 #[pyfunction]
-#[pyo3(signature = (scene, base, json=false, threads=None, calibrations=None))]
+#[pyo3(signature = (scene, base, json=false, threads=None, calibrations=None, seconds=None))]
 fn search_json(
     py: Python<'_>,
     scene: &str,
@@ -648,14 +648,19 @@ fn search_json(
     json: bool,
     threads: Option<usize>,
     calibrations: Option<u64>,
+    seconds: Option<f64>,
 ) -> PyResult<String> {
     use ndvm_systems::search::{Search, SearchOptions};
+    if let Some(s) = seconds {
+        ndvm_components::limits::check_seconds("seconds", s).map_err(input_err)?;
+    }
     let scene = scene_of(scene, json).map_err(input_err)?;
     let base = Path::new(base).to_path_buf();
     let out = py.detach(move || -> Result<String, String> {
         let options = SearchOptions {
             threads,
             calibrations,
+            seconds,
             ..SearchOptions::default()
         };
         let mut search = Search::new(&scene, &base, &options).map_err(|e| e.to_string())?;

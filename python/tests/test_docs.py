@@ -10,7 +10,7 @@ import pytest
 import ndvm
 
 
-@pytest.mark.parametrize("module", ["ndvm", "ndvm.jax", "ndvm.torch", "ndvm.ray"])
+@pytest.mark.parametrize("module", ["ndvm", "ndvm.jax", "ndvm.torch", "ndvm.ray", "ndvm.sklearn"])
 def test_docstring_examples(module):
     extra = module.split(".")[-1]
     if extra != "ndvm":

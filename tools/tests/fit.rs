@@ -346,7 +346,7 @@ fn plots_draw_every_data_point_and_an_index_shows_them() {
     let out = tmp("plots.json");
     let d = dir.to_string_lossy().into_owned();
     let o = out.to_string_lossy().into_owned();
-    ndvm_ok(&[
+    let printed = ndvm_ok(&[
         "fit",
         &scene("decay_csv.scene.ron"),
         "--plots",
@@ -355,6 +355,21 @@ fn plots_draw_every_data_point_and_an_index_shows_them() {
         &o,
     ]);
     let results = json(&out);
+    // The table and the index show AIC, ΔAIC and BIC beside the loss, and name the preferred
+    // candidate (the JSON's figures, in the same rounding).
+    let cands = results["candidates"].as_array().expect("candidates");
+    let aic = |c: &Value| c["selection"]["aic"].as_f64().expect("aic");
+    let min = cands.iter().map(aic).fold(f64::INFINITY, f64::min);
+    let preferred = cands.iter().find(|c| aic(c) == min).expect("a minimum");
+    let table = String::from_utf8_lossy(&printed.stdout);
+    assert!(table.contains("ΔAIC") && table.contains("BIC"), "{table}");
+    assert!(
+        table.contains(&format!(
+            "model selection: the lowest AIC is `{}`",
+            preferred["name"].as_str().expect("name")
+        )),
+        "{table}"
+    );
     let best = &results["candidates"][0];
     let pred: Vec<f64> = best["predictions"]["values"]
         .as_array()
@@ -462,6 +477,11 @@ fn plots_draw_every_data_point_and_an_index_shows_them() {
         assert!(dir.join(f).exists(), "{f}");
     }
     assert!(index.contains("k = 0.691 ± 0.013"), "{index}");
+    assert!(index.contains("<th>ΔAIC</th>"), "{index}");
+    for c in cands {
+        let row = format!("<td>{:.2}</td><td>{:.2}</td>", aic(c), aic(c) - min);
+        assert!(index.contains(&row), "{row} in {index}");
+    }
     for f in ["ranking.svg", "losses-0.svg"] {
         let text = std::fs::read_to_string(dir.join(f)).expect("figure");
         roxmltree::Document::parse(&text).unwrap_or_else(|e| panic!("{f}: {e}"));

@@ -122,6 +122,71 @@ fn search_writes_its_log_results_and_frontier_identically_at_any_thread_count() 
 }
 
 #[test]
+fn the_front_is_the_answer_and_names_the_generating_law() {
+    let dir = tmp("front");
+    let out = ndvm(&[
+        "search",
+        &scene("search_michaelis.scene.ron"),
+        "--calibrations",
+        "40000",
+        "--out",
+        dir.to_str().expect("path"),
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("Pareto front (training loss against complexity"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("chosen from the Pareto front (score, within 1.5× the lowest loss)"),
+        "{stdout}"
+    );
+    assert!(stdout.contains(", the generating law)"), "{stdout}");
+    // The table marks the chosen law with `*=`.
+    assert!(stdout.lines().any(|l| l.starts_with("*=")), "{stdout}");
+    let (_, results) = outputs(&dir);
+    let front = &results["front"];
+    assert!(
+        front["criterion"]
+            .as_str()
+            .expect("named")
+            .starts_with("score")
+    );
+    assert_eq!(front["penalty"]["points"], 30);
+    assert_eq!(front["truth_found"], true);
+    let entries = front["entries"].as_array().expect("entries");
+    let chosen = &entries[front["chosen"].as_u64().expect("a pick") as usize];
+    assert_eq!(chosen["truth"], true, "{chosen}");
+    assert_eq!(chosen["complexity"], 7, "{chosen}");
+    // Vmax·S/(Km + S) with Vmax 2.3, Km 0.7, from 3% noise: the sympy string carries the
+    // constants, whichever of the law's forms was found.
+    let sympy = chosen["sympy"].as_str().expect("sympy");
+    assert!(sympy.contains('S') && sympy.contains('/'), "{sympy}");
+    // Simplest first, adjusted loss falling, training loss as the log has it.
+    for w in entries.windows(2) {
+        assert!(w[0]["complexity"].as_u64() < w[1]["complexity"].as_u64());
+        assert!(w[0]["adjusted_loss"].as_f64() > w[1]["adjusted_loss"].as_f64());
+    }
+    // Every entry is a calibration the log marked as joining the front.
+    let log = std::fs::read_to_string(dir.join("calibrations.jsonl")).expect("log");
+    for e in entries {
+        let line = log
+            .lines()
+            .nth(e["calibration"].as_u64().expect("calibration") as usize)
+            .expect("its line");
+        assert!(line.contains("\"front\":true"), "{line}");
+    }
+    let svg = std::fs::read_to_string(dir.join("front.svg")).expect("front.svg");
+    assert!(svg.contains("complexity (atoms)") && svg.contains("the generating law"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
 fn search_prints_json_on_request() {
     let out = ndvm(&[
         "search",

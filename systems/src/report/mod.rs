@@ -372,9 +372,52 @@ impl FitReport {
         order
     }
 
-    /// The ranked table: rank, candidate, status, loss, held-out R², fitted constants.
+    /// The lowest AIC and BIC over the candidates (least-squares fits with data).
+    pub fn lowest_criteria(&self) -> Option<(f64, f64)> {
+        let all = self.candidates.iter().filter_map(|c| c.selection.as_ref());
+        all.fold(None, |m, s| match m {
+            None => Some((s.aic, s.bic)),
+            Some((a, b)) => Some((s.aic.min(a), s.bic.min(b))),
+        })
+    }
+
+    /// Which candidate the information criteria prefer, and whether that is not the one with
+    /// the lowest loss: a line for the table's foot (empty without criteria).
+    pub fn selection_note(&self) -> String {
+        let order = self.ranking();
+        let by = |f: fn(&selection::Selection) -> f64| {
+            order
+                .iter()
+                .filter_map(|&i| self.candidates[i].selection.as_ref().map(|s| (i, f(s))))
+                .min_by(|a, b| a.1.total_cmp(&b.1))
+                .map(|(i, _)| i)
+        };
+        let (Some(aic), Some(bic), Some(&best)) = (by(|s| s.aic), by(|s| s.bic), order.first())
+        else {
+            return String::new();
+        };
+        let name = |i: usize| &self.candidates[i].name;
+        let mut out = format!(
+            "model selection: the lowest AIC is `{}`, the lowest BIC `{}` (ΔAIC above 10 is strong \
+             evidence against a candidate, below 2 none)",
+            name(aic),
+            name(bic)
+        );
+        if aic != best {
+            out += &format!(
+                "; the lowest loss, `{}`, spends more constants than it earns",
+                name(best)
+            );
+        }
+        out.push('\n');
+        out
+    }
+
+    /// The ranked table: rank, candidate, status, loss, held-out R², constants spent, AIC,
+    /// ΔAIC and BIC (least-squares fits with data), fitted constants.
     pub fn table(&self, limit: usize) -> String {
         let has_r2 = self.candidates.iter().any(|c| c.held_out_r2.is_some());
+        let lowest = self.lowest_criteria();
         let width = self
             .candidates
             .iter()
@@ -388,6 +431,9 @@ impl FitReport {
         );
         if has_r2 {
             out += &format!("  {:>9}", "R² held");
+        }
+        if lowest.is_some() {
+            out += &format!("  {:>2}  {:>10}  {:>7}  {:>10}", "k", "AIC", "ΔAIC", "BIC");
         }
         out += "  constants\n";
         let order = self.ranking();
@@ -407,6 +453,18 @@ impl FitReport {
                     None => format!("  {:>9}", "-"),
                 };
             }
+            if let Some((min_aic, _)) = lowest {
+                out += &match &c.selection {
+                    Some(s) => format!(
+                        "  {:>2}  {:>10.2}  {:>7.2}  {:>10.2}",
+                        s.params,
+                        s.aic,
+                        s.aic - min_aic,
+                        s.bic
+                    ),
+                    None => format!("  {:>2}  {:>10}  {:>7}  {:>10}", "-", "-", "-", "-"),
+                };
+            }
             out += &format!("  {}", c.constants().join(" "));
             if let Some(d) = &c.detail {
                 out += &format!("  ({})", d.lines().next().unwrap_or(""));
@@ -424,6 +482,7 @@ impl FitReport {
         if order.len() > limit {
             out += &format!("… {} more (see the results JSON)\n", order.len() - limit);
         }
+        out += &self.selection_note();
         for w in &self.warnings {
             out += &format!("warning: {w}\n");
         }

@@ -7,7 +7,8 @@
 //!   once, first;
 //! - `{"event": "result", "calibration": …, "src": …, "skeleton": …, "params": {…},
 //!   "train_loss": …, "held_out_r2": …, "success": …, …}` for every finished calibration (of
-//!   every proposer's candidates), in log order;
+//!   every proposer's candidates), in log order, with `"front": true` when it joined the
+//!   search's Pareto front ([`super::front`]): what is already known, for a language model;
 //! - `{"event": "propose", "n": k}` when it wants candidates;
 //! - `{"event": "stop"}` at the end (then standard input closes).
 //!

@@ -2,8 +2,11 @@
 //!
 //! It watches every calibration the search finishes (whoever proposed it) and keeps an *elite*:
 //! the best distinct skeletons by training loss, lightly penalized by size so that of two
-//! equally good programs the smaller wins. Each proposal is a mutation ([`super::mutate`]) of
-//! an elite parent chosen with a bias towards the best, or now and then a fresh random term;
+//! equally good programs the smaller wins. Beside the elite it keeps its own Pareto front
+//! ([`super::front`]: the best loss at each complexity), so that the simple laws a size-blind
+//! ranking would push out stay parents. Each proposal is a mutation ([`super::mutate`]) of a
+//! parent — from the front one time in [`FROM_FRONT`], else from the elite with a bias towards
+//! the best — or now and then a fresh random term;
 //! with nothing seen yet it starts from its seeds — by default `(* a x)` for every input `x`.
 //! A proposal whose skeleton was proposed before is not proposed again (the memory of seen
 //! skeletons is bounded: two generations of [`SEEN_PER_GENERATION`] keys).
@@ -12,6 +15,7 @@
 //! search proposes the same programs whatever the thread count.
 
 use super::expr::{Expr, skeleton};
+use super::front::Front;
 use super::mutate::{Grammar, normalize};
 use super::proposer::{Context, Notes, Proposal, Proposer, ProposerError};
 use super::record::{Record, key};
@@ -28,6 +32,8 @@ const PARSIMONY: f64 = 0.01;
 const MAX_PARAMS: usize = 6;
 /// Tries to find an unseen mutation for one slot.
 const TRIES: usize = 40;
+/// One parent in this many comes from the front.
+const FROM_FRONT: u32 = 4;
 
 #[derive(Debug)]
 struct Elite {
@@ -45,6 +51,9 @@ pub struct Evolve {
     /// Parameter names it gives out (letters that are not inputs).
     pool: Vec<String>,
     elite: Vec<Elite>,
+    /// The front of what it observed, and its entries as parents.
+    front: Front,
+    front_parents: Vec<Elite>,
     seeds: VecDeque<Expr>,
     seen: [HashSet<u64>; 2],
     proposed: u64,
@@ -94,6 +103,8 @@ impl Evolve {
             rng: ChaCha8Rng::seed_from_u64(context.seed),
             pool,
             elite: Vec::new(),
+            front: Front::new(context.front_penalty),
+            front_parents: Vec::new(),
             seeds,
             seen: [HashSet::new(), HashSet::new()],
             proposed: 0,
@@ -131,7 +142,13 @@ impl Evolve {
         }
         let fresh = self.elite.is_empty() || self.rng.random_bool(0.1);
         if !fresh && let (Some(p), Some(d)) = (self.parent(), self.parent()) {
-            let parent = &self.elite[p];
+            let from_front = !self.front_parents.is_empty() && self.rng.random_ratio(1, FROM_FRONT);
+            let parent = if from_front {
+                let i = self.rng.random_range(0..self.front_parents.len());
+                &self.front_parents[i]
+            } else {
+                &self.elite[p]
+            };
             let donor = &self.elite[d];
             let mut child =
                 self.grammar
@@ -145,7 +162,7 @@ impl Evolve {
                     .or(child);
             }
             if let Some(c) = child {
-                return (c, self.elite[p].params.clone());
+                return (c, parent.params.clone());
             }
         }
         (self.grammar.term(3, &mut self.rng), Vec::new())
@@ -171,11 +188,20 @@ impl Evolve {
         })
     }
 
-    /// Adds `r` to the elite if it is among the best distinct skeletons.
+    /// Adds `r` to the elite if it is among the best distinct skeletons, and to the front if
+    /// no simpler program fits as well.
     fn consider(&mut self, r: &Record) {
         let ok = matches!(r.status, "done" | "converged") && r.train_loss.is_finite();
         if !ok {
             return;
+        }
+        if self.front.offer(r) {
+            let max_nodes = self.settings.max_nodes;
+            self.front_parents = self
+                .front
+                .records()
+                .filter_map(|r| parent_of(r, max_nodes, 0.0))
+                .collect();
         }
         let nodes = r
             .skeleton
@@ -196,29 +222,32 @@ impl Evolve {
         if full && self.elite.last().is_some_and(|w| fitness >= w.fitness) {
             return;
         }
-        let Ok(expr) = Expr::parse(&r.src, self.settings.max_nodes) else {
+        let Some(elite) = parent_of(r, self.settings.max_nodes, fitness) else {
             return;
         };
-        let names: Vec<String> = r.params.keys().cloned().collect();
-        let mut params = Vec::new();
-        expr.symbols(&mut params);
-        params.retain(|p| names.contains(p));
         if full {
             self.elite.pop();
         }
         let at = self
             .elite
             .partition_point(|e| (e.fitness, e.key) < (fitness, k));
-        self.elite.insert(
-            at,
-            Elite {
-                expr,
-                params,
-                key: k,
-                fitness,
-            },
-        );
+        self.elite.insert(at, elite);
     }
+}
+
+/// `r`'s program as a parent (its tree and its parameters), if it is small enough.
+fn parent_of(r: &Record, max_nodes: usize, fitness: f64) -> Option<Elite> {
+    let expr = Expr::parse(&r.src, max_nodes).ok()?;
+    let names: Vec<String> = r.params.keys().cloned().collect();
+    let mut params = Vec::new();
+    expr.symbols(&mut params);
+    params.retain(|p| names.contains(p));
+    Some(Elite {
+        expr,
+        params,
+        key: key(&r.skeleton),
+        fitness,
+    })
 }
 
 impl Proposer for Evolve {

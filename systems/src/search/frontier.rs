@@ -88,22 +88,22 @@ impl Frontier {
         root.fill(&WHITE)?;
         let finite: Vec<&Point> = self.points.iter().filter(|p| p.best.is_finite()).collect();
         let t_end = self.points.last().map_or(1.0, |p| p.elapsed_s).max(1e-3);
-        let (mut lo, mut hi) = finite
-            .iter()
-            .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), p| {
-                (a.min(p.best), b.max(p.best))
-            });
+        let (mut lo, mut hi) = zoom(&finite, t_end);
+        // The threshold is shown when it lies near the range that matters.
+        let threshold = threshold.filter(|t| {
+            let span = (hi - lo).max(f64::EPSILON);
+            *t >= lo - span && *t <= hi + span
+        });
         if let Some(t) = threshold {
             lo = lo.min(t);
             hi = hi.max(t);
         }
-        // R² can start far below zero; the interesting part is near the top.
         if best_name.contains("R2") {
-            lo = lo.max(-0.25);
-            hi = hi.min(1.0).max(lo + 1e-3);
+            hi = hi.min(1.0);
         }
         if !(lo.is_finite() && hi.is_finite()) || lo >= hi {
-            (lo, hi) = (0.0, 1.0);
+            let mid = if lo.is_finite() { lo } else { 0.0 };
+            (lo, hi) = (mid - 0.5, mid + 0.5);
         }
         let pad = (hi - lo) * 0.05;
         let mut chart = ChartBuilder::on(&root)
@@ -112,10 +112,15 @@ impl Frontier {
             .x_label_area_size(40)
             .y_label_area_size(64)
             .build_cartesian_2d(0.0..t_end * 1.02, (lo - pad)..(hi + pad))?;
+        // Enough decimals that neighbouring ticks differ.
+        let decimals =
+            (1.0 - ((hi - lo) / 5.0).max(1e-12).log10().floor()).clamp(1.0, 12.0) as usize;
+        let tick = move |y: &f64| format!("{y:.decimals$}");
         chart
             .configure_mesh()
             .x_desc("elapsed seconds")
             .y_desc(best_name)
+            .y_label_formatter(&tick)
             .draw()?;
         let clamp = |y: f64| y.clamp(lo - pad, hi + pad);
         // A step line: the best so far holds until the next improvement.
@@ -129,7 +134,10 @@ impl Frontier {
         }
         chart
             .draw_series(LineSeries::new(steps, BLUE.stroke_width(2)))?
-            .label(format!("best {best_name} so far"))
+            .label(format!(
+                "{} so far",
+                best_name.replace('_', " ").trim_start_matches("best ")
+            ))
             .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], BLUE.stroke_width(2)));
         if let Some(t) = threshold {
             chart
@@ -142,11 +150,13 @@ impl Frontier {
                 .label("success threshold")
                 .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], RED));
         }
+        // Thousands of new structures would bury the line: smaller dots then.
+        let radius = if self.new_successes.len() > 200 { 1 } else { 4 };
         chart
             .draw_series(
                 self.new_successes
                     .iter()
-                    .map(|&(t, y)| Circle::new((t, clamp(y)), 4, GREEN.filled())),
+                    .map(|&(t, y)| Circle::new((t, clamp(y)), radius, GREEN.filled())),
             )?
             .label("new successful structure")
             .legend(|(x, y)| Circle::new((x + 8, y), 4, GREEN.filled()));
@@ -159,6 +169,27 @@ impl Frontier {
         root.present()?;
         Ok(())
     }
+}
+
+/// The y range worth showing: the best values from 5% of the run on (the first moments'
+/// values, often far below, are clamped to the bottom edge), or all of them when that leaves
+/// fewer than two.
+fn zoom(points: &[&Point], t_end: f64) -> (f64, f64) {
+    let late: Vec<f64> = points
+        .iter()
+        .filter(|p| p.elapsed_s >= 0.05 * t_end)
+        .map(|p| p.best)
+        .collect();
+    let values: Vec<f64> = if late.len() >= 2 {
+        late
+    } else {
+        points.iter().map(|p| p.best).collect()
+    };
+    values
+        .iter()
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &v| {
+            (a.min(v), b.max(v))
+        })
 }
 
 #[cfg(test)]
@@ -195,5 +226,21 @@ mod tests {
         let svg = f.svg("test", "held_out_R2", Some(0.9));
         assert!(svg.starts_with("<svg") && svg.contains("<circle"), "{svg}");
         assert!(svg.contains("elapsed seconds"));
+    }
+
+    #[test]
+    fn the_plot_zooms_on_the_late_values() {
+        let mut f = Frontier::default();
+        f.offer(point(0.0, -0.1, 0), false);
+        f.offer(point(0.1, 0.5, 0), false);
+        f.offer(point(1.0, 0.987, 0), false);
+        f.offer(point(5.0, 0.990, 0), false);
+        f.close(point(10.0, 0.994, 0));
+        let finite: Vec<&Point> = f.points.iter().collect();
+        assert_eq!(zoom(&finite, 10.0), (0.987, 0.994));
+        // The tick labels are in the zoomed range, not 0…1.
+        let svg = f.svg("test", "held_out_R2", Some(0.999));
+        assert!(svg.contains("0.99"), "{svg}");
+        assert!(!svg.contains(">0.5<"), "{svg}");
     }
 }

@@ -82,6 +82,8 @@ pub struct LogLine<'a> {
     pub status: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub detail: Option<&'a str>,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub front: bool,
     pub timing: LogTiming,
 }
 
@@ -107,6 +109,7 @@ impl Record {
             success: self.success,
             status: self.status,
             detail: self.detail.as_deref(),
+            front: self.front,
             timing: LogTiming { elapsed_s },
         }
     }

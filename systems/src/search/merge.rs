@@ -65,7 +65,10 @@ pub fn merge(
     for e in 1..start.len() {
         start[e] += start[e - 1];
     }
-    let mut tally = Tally::new(spec.keep, plan.by_r2);
+    let mut tally = Tally {
+        front: super::front::Front::new(parts.first().and_then(|o| o.front_penalty)),
+        ..Tally::new(spec.keep, plan.by_r2)
+    };
     let mut frontier = Frontier::default();
     let mut programs = Programs::default();
     let mut candidates: HashMap<(u32, usize, u64), u64> = HashMap::new();
@@ -83,7 +86,7 @@ pub fn merge(
             r.program = programs.id(&r.src);
             now = now.max(start[o.task.epoch as usize] + w.elapsed_s);
             let before = tally.successful_skeletons.len();
-            let improved = tally.add(&r);
+            let improved = tally.add(&mut r);
             let new_success = tally.successful_skeletons.len() > before;
             if r.success && first_success_s.is_none() {
                 first_success_s = Some(now);
@@ -144,6 +147,7 @@ pub fn merge(
         device: parts.first().map(|o| o.device.device()).unwrap_or_default(),
         search_loop,
         frontier,
+        truth: super::front::truth(scene),
     });
     Ok(Merged { report, records })
 }

@@ -42,10 +42,13 @@
 
 mod admit;
 pub mod command;
+pub mod equiv;
 pub mod evolve;
 pub mod expr;
+pub mod front;
 pub mod frontier;
 pub mod heldout;
+pub mod infix;
 pub mod log;
 pub mod merge;
 pub mod mutate;
@@ -182,6 +185,8 @@ pub struct Search {
     admitted: u64,
     tally: Tally,
     frontier: Frontier,
+    /// The skeleton of the law behind synthetic data, marked on the front.
+    truth: Option<front::Truth>,
     /// Program numbers of the log ([`log::Programs`]).
     programs: log::Programs,
     warnings: Vec<String>,
@@ -296,8 +301,17 @@ impl Search {
         notes.warnings.extend(fit.warnings().iter().cloned());
         notes.warnings.extend(dropped);
         let seeds = setup::scene_seeds(scene, base, &mut notes)?;
-        let slots =
-            setup::start_proposers(scene, &spec, base, &inputs, options, seeds, &mut notes)?;
+        let front_penalty = front::penalty(scene, context.data.as_deref());
+        let slots = setup::start_proposers(
+            scene,
+            &spec,
+            base,
+            &inputs,
+            options,
+            seeds,
+            front_penalty,
+            &mut notes,
+        )?;
         let by_r2 = matches!(spec.success, Success::HeldOutR2(_));
         // A budget given by the caller replaces the scene's whole budget.
         let (seconds, max_calibrations) = match (options.seconds, options.calibrations) {
@@ -317,7 +331,10 @@ impl Search {
             .or(scene.threads)
             .unwrap_or_else(rayon::current_num_threads);
         let search = Search {
-            tally: Tally::new(spec.keep, by_r2),
+            tally: Tally {
+                front: front::Front::new(front_penalty),
+                ..Tally::new(spec.keep, by_r2)
+            },
             spec,
             protocol,
             parameters: scene.parameters.clone(),
@@ -331,6 +348,7 @@ impl Search {
             next_candidate: 0,
             admitted: 0,
             frontier: Frontier::default(),
+            truth: front::truth(scene),
             programs: log::Programs::default(),
             warnings: Vec::new(),
             warning_count: 0,
@@ -500,6 +518,7 @@ impl Search {
             profile,
             search_loop: self.loop_times,
             frontier: self.frontier.clone(),
+            truth: self.truth.clone(),
         })
     }
 }

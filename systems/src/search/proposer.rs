@@ -92,6 +92,9 @@ pub struct Context {
     pub params: Vec<String>,
     /// The success criterion, e.g. `held-out R² > 0.9`.
     pub success: String,
+    /// The Pareto front's BIC penalty and loss floor in a least-squares search
+    /// ([`super::front`]); `None` where the front compares plain losses.
+    pub front_penalty: Option<super::front::Penalty>,
     /// This proposer's seed (from the search's seed and its position).
     pub seed: u64,
     /// The scene file's folder (relative paths in settings are relative to it).

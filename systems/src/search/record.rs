@@ -6,6 +6,7 @@
 //! (and of the best `keep` successful ones) — so memory does not grow with the number of
 //! calibrations.
 
+use super::front::Front;
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::hash::{DefaultHasher, Hash, Hasher};
@@ -38,6 +39,10 @@ pub struct Record {
     /// The error of a failed calibration.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub detail: Option<String>,
+    /// It joined the Pareto front when it finished ([`super::front`]): no simpler-or-equal
+    /// program had as low an adjusted loss.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub front: bool,
 }
 
 impl Record {
@@ -159,6 +164,8 @@ pub struct Tally {
     pub top_successes: TopSkeletons,
     /// The smallest successful program (ties: the better score, then the earlier).
     pub simplest_success: Option<Record>,
+    /// The best training loss at each complexity ([`super::front`]).
+    pub front: Front,
 }
 
 impl Tally {
@@ -173,6 +180,7 @@ impl Tally {
             top: TopSkeletons::new(keep, by_r2),
             top_successes: TopSkeletons::new(keep, by_r2),
             simplest_success: None,
+            front: Front::default(),
         }
     }
 
@@ -197,8 +205,10 @@ impl Tally {
         }
     }
 
-    /// Counts one record; returns whether the best so far improved.
-    pub fn add(&mut self, r: &Record) -> bool {
+    /// Counts one record, marking whether it joined the front; returns whether the best so far
+    /// improved.
+    pub fn add(&mut self, r: &mut Record) -> bool {
+        r.front = self.front.offer(r);
         self.calibrations += 1;
         if matches!(r.status, "failed" | "non-finite") {
             self.failed += 1;
@@ -234,10 +244,9 @@ impl Tally {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn rec(i: u64, skeleton: &str, r2: f64) -> Record {
+impl Record {
+    /// A finished calibration for tests: number `i`, program `src`, no constants.
+    pub(crate) fn sample(i: u64, src: &str, skeleton: &str, train_loss: f64) -> Record {
         Record {
             calibration: i,
             candidate: i,
@@ -246,14 +255,27 @@ mod tests {
             name: "t".into(),
             skeleton: skeleton.into(),
             program: i,
-            src: skeleton.into(),
+            src: src.into(),
             params: BTreeMap::new(),
-            train_loss: 1.0 - r2,
-            held_out_r2: Some(r2),
-            success: r2 > 0.9,
+            train_loss,
+            held_out_r2: None,
+            success: false,
             status: "done",
             detail: None,
+            front: false,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rec(i: u64, skeleton: &str, r2: f64) -> Record {
+        let mut r = Record::sample(i, skeleton, skeleton, 1.0 - r2);
+        r.held_out_r2 = Some(r2);
+        r.success = r2 > 0.9;
+        r
     }
 
     #[test]
@@ -287,12 +309,12 @@ mod tests {
     #[test]
     fn the_tally_counts_successes_and_distinct_skeletons() {
         let mut t = Tally::new(10, true);
-        assert!(t.add(&rec(0, "a", 0.5)));
-        assert!(t.add(&rec(1, "b", 0.95)));
-        assert!(!t.add(&rec(2, "b", 0.93)));
+        assert!(t.add(&mut rec(0, "a", 0.5)));
+        assert!(t.add(&mut rec(1, "b", 0.95)));
+        assert!(!t.add(&mut rec(2, "b", 0.93)));
         let mut nan = rec(3, "c", f64::NAN);
         nan.status = "failed";
-        assert!(!t.add(&nan));
+        assert!(!t.add(&mut nan));
         assert_eq!((t.calibrations, t.successes, t.failed), (4, 2, 1));
         assert_eq!(t.successful_skeletons.len(), 1);
         assert_eq!(t.first_success.as_ref().map(|r| r.calibration), Some(1));
@@ -302,13 +324,13 @@ mod tests {
     #[test]
     fn the_simplest_success_is_the_smallest_then_the_best_fitting() {
         let mut t = Tally::new(10, true);
-        t.add(&rec(0, "(* (+ P x) x)", 0.5));
+        t.add(&mut rec(0, "(* (+ P x) x)", 0.5));
         assert!(t.simplest_success.is_none());
-        t.add(&rec(1, "(+ (* P x) P)", 0.97));
-        t.add(&rec(2, "(* P x)", 0.91));
-        t.add(&rec(3, "(* P y)", 0.90));
-        t.add(&rec(4, "(* P z)", 0.905));
-        t.add(&rec(5, "(* P w)", 0.91));
+        t.add(&mut rec(1, "(+ (* P x) P)", 0.97));
+        t.add(&mut rec(2, "(* P x)", 0.91));
+        t.add(&mut rec(3, "(* P y)", 0.90));
+        t.add(&mut rec(4, "(* P z)", 0.905));
+        t.add(&mut rec(5, "(* P w)", 0.91));
         assert_eq!(t.simplest_success.as_ref().map(|r| r.calibration), Some(2));
     }
 

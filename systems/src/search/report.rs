@@ -5,6 +5,7 @@
 //! a calibration budget (byte-identical at every thread count); [`SearchReport::to_json`]
 //! appends the `"timing"` object, the only part that varies between runs.
 
+use super::front::FrontReport;
 use super::frontier::Frontier;
 use super::record::{ProposerTally, Record, Tally};
 use crate::device::DeviceUsed;
@@ -34,12 +35,17 @@ pub(crate) struct Parts<'a> {
     pub device: DeviceUsed,
     pub search_loop: LoopTimes,
     pub frontier: Frontier,
+    /// The skeleton of the law behind synthetic data.
+    pub truth: Option<super::front::Truth>,
 }
 
 /// A finished search.
 #[derive(Clone, Debug, Serialize)]
 pub struct SearchReport {
     pub summary: Summary,
+    /// The Pareto front of training loss against complexity, and the entry it picks: the
+    /// search's answer ([`super::front`]).
+    pub front: FrontReport,
     /// The best calibration of all.
     pub best: Option<Record>,
     pub first_success: Option<Record>,
@@ -196,6 +202,7 @@ pub(crate) fn build(p: Parts<'_>) -> SearchReport {
     };
     SearchReport {
         summary,
+        front: FrontReport::build(&t.front, p.truth.as_ref()),
         best,
         first_success: t.first_success.clone(),
         simplest_success: t.simplest_success.clone(),
@@ -258,8 +265,9 @@ impl SearchReport {
     }
 
     /// The result files beside the log, as `ndvm search --out` writes them: `search.json`,
-    /// `frontier.csv` and `frontier.svg` (titled by `scene`, the scene file's name).
-    pub fn files(&self, scene: &str) -> [(&'static str, String); 3] {
+    /// `frontier.csv`, `frontier.svg` and `front.svg` (titled by `scene`, the scene file's
+    /// name).
+    pub fn files(&self, scene: &str) -> [(&'static str, String); 4] {
         let name = if self.by_r2() {
             "best_held_out_R2"
         } else {
@@ -275,6 +283,10 @@ impl SearchReport {
             (
                 "frontier.svg",
                 self.frontier.svg(&title, name, Some(threshold)),
+            ),
+            (
+                "front.svg",
+                self.front.svg(&format!("{scene} — Pareto front")),
             ),
         ]
     }
@@ -309,6 +321,32 @@ impl SearchReport {
                 );
             }
             _ => out += &format!("no success ({criterion})\n"),
+        }
+        if let Some(c) = self.front.chosen() {
+            let r2 = match c.record.held_out_r2 {
+                Some(r2) => format!(", held-out R² {r2:.6}"),
+                None => String::new(),
+            };
+            out += &format!(
+                "chosen from the Pareto front (score, within 1.5× the lowest loss): {}  \
+                 (complexity {}, training loss {:.6e}{r2}{})\n",
+                c.sympy.clone().unwrap_or_else(|| c.record.src.clone()),
+                c.complexity,
+                c.record.train_loss,
+                if c.truth { ", the generating law" } else { "" },
+            );
+        }
+        match self.front.entries.iter().find(|e| e.truth) {
+            Some(e) if !e.chosen => {
+                out += &format!(
+                    "the generating law is on the front at complexity {} (training loss {:.6e})\n",
+                    e.complexity, e.record.train_loss
+                )
+            }
+            None if self.front.truth_found == Some(false) => {
+                out += "the generating law is not on the front\n"
+            }
+            _ => {}
         }
         if let Some(b) = &self.best {
             let figure = match b.held_out_r2 {

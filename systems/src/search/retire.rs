@@ -39,6 +39,7 @@ impl Search {
             success,
             status,
             detail,
+            front: false,
         }
     }
 
@@ -123,7 +124,7 @@ impl Search {
             };
             last = Some((r.candidate, r.program));
             let before = self.tally.successful_skeletons.len();
-            let improved = self.tally.add(&r);
+            let improved = self.tally.add(&mut r);
             let new_success = self.tally.successful_skeletons.len() > before;
             if r.success && self.first_success_s.is_none() {
                 self.first_success_s = Some(now);

@@ -42,6 +42,8 @@ pub(super) fn check_grammar(spec: &Spec, engine: &Engine) -> Result<(), SearchEr
 }
 
 /// Starts every proposer of the scene, in order, each with its own seed.
+// Each argument is one thing the proposers are told; a struct for one call would only rename them.
+#[allow(clippy::too_many_arguments)]
 pub(super) fn start_proposers(
     scene: &Scene,
     spec: &Spec,
@@ -49,6 +51,7 @@ pub(super) fn start_proposers(
     inputs: &[String],
     options: &SearchOptions,
     seeds: Vec<Proposal>,
+    front_penalty: Option<super::front::Penalty>,
     notes: &mut Notes,
 ) -> Result<Vec<Slot>, SearchError> {
     let success = match spec.success {
@@ -83,6 +86,7 @@ pub(super) fn start_proposers(
             shared: scene.inputs.keys().cloned().collect(),
             params: scene.parameters.names.clone(),
             success: success.clone(),
+            front_penalty,
             seed: mix(spec.seed, 1 << 32 | i as u64),
             base: base.to_path_buf(),
             migrants: shard.map(|t| t.migrants.clone()).unwrap_or_default(),

@@ -200,9 +200,9 @@ impl Plan {
         for o in earlier.iter().filter(|o| o.task.epoch == last) {
             let mut tally = Tally::new(self.migrants, self.by_r2);
             for r in &o.records {
-                let r = r.record();
+                let mut r = r.record();
                 if !matches!(r.status, "failed" | "non-finite") {
-                    tally.add(&r);
+                    tally.add(&mut r);
                 }
             }
             for r in tally.top.ranked() {
@@ -229,6 +229,9 @@ pub struct ShardOutput {
     pub threads: usize,
     pub device: WireDevice,
     pub search_loop: LoopTimes,
+    /// The front's BIC penalty and loss floor ([`super::front`]).
+    #[serde(default)]
+    pub front_penalty: Option<super::front::Penalty>,
 }
 
 /// Runs one task: the scene's search as shard `task.shard` of `task.shards` in `task.epoch`.
@@ -270,6 +273,7 @@ pub fn run_task(
         threads: report.timing.threads,
         device: WireDevice::of(&report.summary.protocol.device),
         search_loop: report.timing.search_loop,
+        front_penalty: report.front.penalty,
     })
 }
 
@@ -361,6 +365,8 @@ impl WireRecord {
                 .find(|s| *s == self.status)
                 .unwrap_or("failed"),
             detail: self.detail.clone(),
+            // The merge's tally decides it again, in the merged order.
+            front: false,
         }
     }
 }
@@ -431,6 +437,7 @@ mod tests {
             success: false,
             status: "non-finite",
             detail: Some("why".into()),
+            front: false,
         };
         let text = serde_json::to_string(&WireRecord::of(&r, 0.5)).expect("json");
         let back: WireRecord = serde_json::from_str(&text).expect("parses");

@@ -36,6 +36,9 @@ pub struct SearchArgs {
     /// Stop after this many calibrations (results are then identical at every thread count).
     #[arg(long, value_name = "N")]
     calibrations: Option<u64>,
+    /// The search's seed (overrides the scene's `seed`): another seed, another search.
+    #[arg(long, value_name = "N")]
+    seed: Option<u64>,
     /// Worker threads (default: the scene's `threads`, else one per core; never more than the
     /// cores available). Under a calibration budget results do not depend on it.
     #[arg(long, value_name = "N")]
@@ -62,7 +65,10 @@ pub struct SearchArgs {
 }
 
 pub fn search(args: SearchArgs) -> Result<(), Failure> {
-    let (scene, base) = read_scene(&args.scene)?;
+    let (mut scene, base) = read_scene(&args.scene)?;
+    if let (Some(seed), Some(spec)) = (args.seed, scene.search.as_mut()) {
+        spec.seed = seed;
+    }
     let Some(spec) = &scene.search else {
         say!(
             "error: {}: not a search scene (it has no `search:` section; `ndvm fit` runs it)",
@@ -153,13 +159,17 @@ pub fn search(args: SearchArgs) -> Result<(), Failure> {
         crate::output::print(&report.to_json())?;
     } else {
         let mut text = report.summary_text();
+        if !report.front.entries.is_empty() {
+            text += "\n";
+            text += &report.front.table(report.by_r2());
+        }
         if !report.top.is_empty() {
             text += "\n";
             text += &report.table(args.top);
         }
         text += &format!(
             "\nlog, results and frontier in {}/ (calibrations.jsonl, programs.jsonl, \
-             search.json, frontier.csv, frontier.svg)\n",
+             search.json, frontier.csv, frontier.svg, front.svg)\n",
             out.display()
         );
         crate::output::print(text.trim_end())?;

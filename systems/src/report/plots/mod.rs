@@ -83,14 +83,26 @@ fn index(report: &FitReport, order: &[usize], top: usize, files: &[&str]) -> Str
          td,th{padding:2px 10px;text-align:left}tr:nth-child(even){background:#f4f4f4}\
          pre{background:#f4f4f4;padding:6px}</style></head><body>\n<h1>Fit results</h1>\n\
          <img src=\"ranking.svg\" alt=\"ranking\">\n<table>\n<tr><th>rank</th><th>candidate</th>\
-         <th>status</th><th>loss</th><th>R² held out</th><th>constants</th></tr>\n",
+         <th>status</th><th>loss</th><th>R² held out</th><th>k</th><th>AIC</th><th>ΔAIC</th>\
+         <th>BIC</th><th>constants</th></tr>\n",
     );
+    let lowest = report.lowest_criteria();
     for (rank, &i) in order.iter().enumerate() {
         let c = &report.candidates[i];
         let r2 = c.held_out_r2.map_or("-".into(), |r| format!("{r:.4}"));
+        let criteria = match (&c.selection, lowest) {
+            (Some(s), Some((min_aic, _))) => format!(
+                "<td>{}</td><td>{:.2}</td><td>{:.2}</td><td>{:.2}</td>",
+                s.params,
+                s.aic,
+                s.aic - min_aic,
+                s.bic
+            ),
+            _ => "<td>-</td><td>-</td><td>-</td><td>-</td>".into(),
+        };
         let _ = writeln!(
             h,
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{:.6e}</td><td>{r2}</td><td>{}</td></tr>",
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{:.6e}</td><td>{r2}</td>{criteria}<td>{}</td></tr>",
             rank + 1,
             escape(&c.name),
             c.status,
@@ -99,6 +111,10 @@ fn index(report: &FitReport, order: &[usize], top: usize, files: &[&str]) -> Str
         );
     }
     h += "</table>\n";
+    let note = report.selection_note();
+    if !note.is_empty() {
+        let _ = writeln!(h, "<p>{}</p>", escape(note.trim_end()));
+    }
     for &i in order.iter().take(top) {
         let c = &report.candidates[i];
         let _ = writeln!(

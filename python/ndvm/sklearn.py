@@ -1,0 +1,288 @@
+"""``ndvm.SymbolicRegressor``: symbolic regression as a scikit-learn estimator.
+
+The estimator writes ``X`` and ``y`` to a CSV file in a temporary folder, runs an ``Evolve``
+search on it (every proposal calibrated by gradient descent from several draws) and keeps the
+search's Pareto front: the best program at every complexity, and the one chosen by score
+(PySR's "best"; ``docs/search.md``). ``predict`` runs the chosen program (or any entry of the
+front) through the engine.
+
+>>> import numpy as np, ndvm
+>>> rng = np.random.default_rng(0)
+>>> X = rng.uniform(0.1, 5.0, size=(40, 1))
+>>> y = 2.3 * X[:, 0] / (0.7 + X[:, 0])
+>>> m = ndvm.SymbolicRegressor(calibrations=20000, seed=1).fit(X, y)
+>>> m.score(X, y) > 0.999
+True
+>>> m.best_["complexity"] <= 9          # Vmax·x0/(Km + x0), in one of its forms
+True
+>>> eqs = m.equations_                  # the front, simplest first, each better than the last
+>>> all(a["complexity"] < b["complexity"] and a["adjusted_loss"] > b["adjusted_loss"]
+...     for a, b in zip(eqs, eqs[1:]))
+True
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+import re
+import tempfile
+from typing import Any, Optional, Sequence
+
+import numpy as np
+
+from . import Program, search
+
+from sklearn.base import BaseEstimator, RegressorMixin
+from sklearn.utils.validation import check_is_fitted
+
+try:  # scikit-learn 1.6 and later
+    from sklearn.utils.validation import validate_data
+except ImportError:  # pragma: no cover - older scikit-learn: the estimator's own checks
+    validate_data = None  # type: ignore[assignment]
+
+__all__ = ["SymbolicRegressor"]
+
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# The fitted constants' names: letters that are not variables (the ones Evolve gives out).
+_LETTERS = [chr(c) for c in range(ord("a"), ord("z") + 1)]
+
+
+class SymbolicRegressor(RegressorMixin, BaseEstimator):  # type: ignore[misc,valid-type]
+    """Finds a formula for ``y`` from the columns of ``X``.
+
+    Parameters
+    ----------
+    seconds : float, default 30
+        The search's time budget (ignored when ``calibrations`` is given).
+    calibrations : int, optional
+        A calibration budget instead: the result is then the same on every machine and at
+        every thread count.
+    unary, binary : sequences of str
+        The operators programs are built from (the dialect's names).
+    max_nodes : int, default 30
+        The largest program tried.
+    optimizer : ``"lm"`` (default) or ``"adam"``
+        How each program's constants are fitted: Levenberg–Marquardt on the exact Jacobian
+        (precise, so that the front compares laws rather than where an optimizer stopped), or
+        Adam with learning rate ``lr``.
+    steps, draws, lr : calibration settings
+        Optimizer steps per calibration, initial draws per program, Adam's learning rate.
+    seed : int, default 1
+    threads : int, optional
+        Worker threads (default: one per core).
+    variable_names : sequence of str, optional
+        Names of ``X``'s columns in the equations (default: a DataFrame's columns, else
+        ``x0``, ``x1``, …).
+
+    Attributes
+    ----------
+    equations_ : list of dict
+        The Pareto front, simplest first: ``complexity``, ``loss`` (training MSE),
+        ``adjusted_loss`` (what the front compares: ln(loss) plus a BIC penalty), ``score``,
+        ``equation`` (a sympy string), ``latex``, ``program`` (the dialect source), ``params``
+        and ``chosen``.
+    best_ : dict
+        The chosen entry of ``equations_``.
+    report_ : dict
+        The whole search report (``ndvm.search``'s).
+    """
+
+    def __init__(
+        self,
+        seconds: float = 30.0,
+        calibrations: Optional[int] = None,
+        unary: Sequence[str] = ("exp", "log", "sin", "cos", "sqrt"),
+        binary: Sequence[str] = ("+", "-", "*", "/"),
+        max_nodes: int = 30,
+        optimizer: str = "lm",
+        steps: int = 40,
+        draws: int = 4,
+        lr: float = 0.1,
+        seed: int = 1,
+        threads: Optional[int] = None,
+        variable_names: Optional[Sequence[str]] = None,
+    ):
+        self.seconds = seconds
+        self.calibrations = calibrations
+        self.unary = unary
+        self.binary = binary
+        self.max_nodes = max_nodes
+        self.optimizer = optimizer
+        self.steps = steps
+        self.draws = draws
+        self.lr = lr
+        self.seed = seed
+        self.threads = threads
+        self.variable_names = variable_names
+
+    # -- scikit-learn --------------------------------------------------------------------
+
+    def __sklearn_tags__(self):  # noqa: D105
+        tags = super().__sklearn_tags__()
+        # A search under a time budget is not repeatable; under a calibration budget it is.
+        tags.non_deterministic = self.calibrations is None
+        return tags
+
+    def _validate(self, X, y=None, reset=True):
+        if validate_data is not None:
+            if y is None:
+                return validate_data(self, X, reset=reset, dtype=np.float64), None
+            return validate_data(self, X, y, reset=reset, dtype=np.float64, y_numeric=True)
+        X = np.asarray(X, dtype=np.float64)
+        if X.ndim != 2 or not np.isfinite(X).all():
+            raise ValueError("X must be a finite 2-D array")
+        if reset:
+            self.n_features_in_ = X.shape[1]
+        if y is None:
+            return X, None
+        y = np.asarray(y, dtype=np.float64).ravel()
+        if len(y) != len(X) or not np.isfinite(y).all():
+            raise ValueError("y must be finite with one value per row of X")
+        return X, y
+
+    def _names(self, n: int) -> list[str]:
+        if self.variable_names is not None:
+            names = [str(v) for v in self.variable_names]
+        elif hasattr(self, "feature_names_in_"):
+            names = [str(v) for v in self.feature_names_in_]
+        else:
+            names = [f"x{i}" for i in range(n)]
+        if len(names) != n:
+            raise ValueError(f"{len(names)} variable names for {n} columns of X")
+        if len(set(names)) != n:
+            raise ValueError(f"variable names {names} repeat a name")
+        bad = [v for v in names if not _NAME.fullmatch(v) or v == "__target__"]
+        if bad:
+            raise ValueError(
+                f"variable names {bad} are not plain names (a letter or _, then letters, "
+                "digits or _): pass variable_names"
+            )
+        return names
+
+    def fit(self, X, y):
+        """Searches for a formula; returns ``self``."""
+        if y is None:
+            raise ValueError(
+                "SymbolicRegressor requires y to be passed, but the target y is None"
+            )
+        X, y = self._validate(X, y)
+        if len(X) < 2:
+            raise ValueError(f"{len(X)} sample(s): a fit needs at least 2")
+        names = self._names(X.shape[1])
+        budget: dict[str, Any] = (
+            {"calibrations": int(self.calibrations)}
+            if self.calibrations is not None
+            else {"seconds": float(self.seconds)}
+        )
+        with tempfile.TemporaryDirectory(prefix="ndvm-sr-") as tmp:
+            path = os.path.join(tmp, "data.csv")
+            with open(path, "w", newline="", encoding="utf-8") as f:
+                w = csv.writer(f)
+                w.writerow([*names, "__target__"])
+                for row, t in zip(X, y):
+                    w.writerow([repr(float(v)) for v in row] + [repr(float(t))])
+            scene = {
+                "candidates": [],
+                "parameters": {
+                    "init": {p: 1.0 for p in [c for c in _LETTERS if c not in names][:8]}
+                },
+                "data": {
+                    "Csv": {
+                        "path": "data.csv",
+                        "columns": {n: n for n in names},
+                        "target": "__target__",
+                    }
+                },
+                "loss": "Mse",
+                "search": {
+                    "proposers": [
+                        {
+                            "Evolve": {
+                                "unary": list(self.unary),
+                                "binary": list(self.binary),
+                                "max_nodes": int(self.max_nodes),
+                            }
+                        }
+                    ],
+                    "calibration": {
+                        "steps": int(self.steps),
+                        "optimizer": self._optimizer(),
+                        "draws": int(self.draws),
+                        "draw": {"Normal": {"sd": 1.0}},
+                    },
+                    "success": {"TrainLoss": 0.0},
+                    "budget": budget,
+                    "seed": int(self.seed),
+                },
+            }
+            report = search(scene, self.threads, base_dir=tmp)
+        front = report["front"]
+        entries = []
+        for i, e in enumerate(front["entries"]):
+            entries.append(
+                {
+                    "complexity": e["complexity"],
+                    "loss": e["train_loss"],
+                    "adjusted_loss": e["adjusted_loss"],
+                    "score": e["score"],
+                    "equation": e.get("sympy"),
+                    "latex": e.get("latex"),
+                    "program": e["src"],
+                    "params": dict(e["params"]),
+                    "chosen": i == front["chosen"],
+                }
+            )
+        if not entries:
+            raise RuntimeError(
+                "the search finished no calibration: give it more time or calibrations"
+            )
+        self.report_ = report
+        self.equations_ = entries
+        self.best_ = entries[front["chosen"]]
+        self._variables = names
+        return self
+
+    def _optimizer(self) -> dict:
+        if self.optimizer == "lm":
+            return {"LevenbergMarquardt": {}}
+        if self.optimizer == "adam":
+            return {"Adam": {"lr": float(self.lr)}}
+        raise ValueError(f"optimizer {self.optimizer!r}: 'lm' or 'adam'")
+
+    def _entry(self, index: Optional[int]) -> dict:
+        check_is_fitted(self, "equations_")
+        return self.best_ if index is None else self.equations_[index]
+
+    def predict(self, X, index: Optional[int] = None) -> np.ndarray:
+        """The chosen equation (or ``equations_[index]``) at the rows of ``X``."""
+        entry = self._entry(index)
+        X, _ = self._validate(X, reset=False)
+        params = entry["params"]
+        names = list(params) + self._variables
+        program = Program(entry["program"], names)
+        inputs = {v: X[:, i].copy() for i, v in enumerate(self._variables)}
+        out = program.evaluate(
+            inputs, grad=False, precision="f64", constants={k: float(v) for k, v in params.items()}
+        )
+        result = np.asarray(out["result"], dtype=np.float64).ravel()
+        if result.size == 1 and len(X) != 1:
+            result = np.full(len(X), result[0])
+        return result
+
+    def sympy(self, index: Optional[int] = None):
+        """The chosen equation (or ``equations_[index]``) as a sympy expression."""
+        import sympy
+
+        entry = self._entry(index)
+        if entry["equation"] is None:
+            raise ValueError(f"`{entry['program']}` is not one arithmetic expression")
+        symbols = {v: sympy.Symbol(v) for v in self._variables}
+        return sympy.sympify(entry["equation"], locals=symbols)
+
+    def latex(self, index: Optional[int] = None) -> str:
+        """The chosen equation (or ``equations_[index]``) as LaTeX."""
+        entry = self._entry(index)
+        if entry["latex"] is None:
+            raise ValueError(f"`{entry['program']}` is not one arithmetic expression")
+        return entry["latex"]
