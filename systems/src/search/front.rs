@@ -258,7 +258,7 @@ impl FrontReport {
         let classes = Classes::of(&programs);
         let truth_class = truth.and_then(|_| classes.class(records.len()));
         let mut entries: Vec<(Option<egg::Id>, Entry)> = Vec::new();
-        for (i, r) in records.iter().enumerate() {
+        for (i, (c, adjusted, r)) in front.entries.iter().enumerate() {
             let class = classes.class(i);
             if let Some(simpler) = entries.iter_mut().find(|(k, _)| k.is_some() && *k == class) {
                 simpler.1.equivalent.push(r.skeleton.clone());
@@ -268,15 +268,15 @@ impl FrontReport {
             entries.push((
                 class,
                 Entry {
-                    complexity: complexity(&r.skeleton),
-                    adjusted_loss: front.adjusted(r),
+                    complexity: *c,
+                    adjusted_loss: *adjusted,
                     score: 0.0,
                     sympy: expr.as_ref().map(|e| e.sympy()),
                     latex: expr.as_ref().map(|e| e.latex()),
                     equivalent: Vec::new(),
                     truth: class.is_some() && class == truth_class,
                     chosen: false,
-                    record: (*r).clone(),
+                    record: r.clone(),
                 },
             ));
         }

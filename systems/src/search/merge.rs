@@ -65,10 +65,8 @@ pub fn merge(
     for e in 1..start.len() {
         start[e] += start[e - 1];
     }
-    let mut tally = Tally {
-        front: super::front::Front::new(parts.first().and_then(|o| o.front_penalty)),
-        ..Tally::new(spec.keep, plan.by_r2)
-    };
+    let penalty = parts.first().and_then(|o| o.front_penalty);
+    let mut tally = Tally::new(spec.keep, plan.by_r2, penalty);
     let mut frontier = Frontier::default();
     let mut programs = Programs::default();
     let mut candidates: HashMap<(u32, usize, u64), u64> = HashMap::new();

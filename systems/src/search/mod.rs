@@ -331,10 +331,7 @@ impl Search {
             .or(scene.threads)
             .unwrap_or_else(rayon::current_num_threads);
         let search = Search {
-            tally: Tally {
-                front: front::Front::new(front_penalty),
-                ..Tally::new(spec.keep, by_r2)
-            },
+            tally: Tally::new(spec.keep, by_r2, front_penalty),
             spec,
             protocol,
             parameters: scene.parameters.clone(),

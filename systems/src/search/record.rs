@@ -6,7 +6,7 @@
 //! (and of the best `keep` successful ones) — so memory does not grow with the number of
 //! calibrations.
 
-use super::front::Front;
+use super::front::{Front, Penalty};
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::hash::{DefaultHasher, Hash, Hasher};
@@ -169,7 +169,9 @@ pub struct Tally {
 }
 
 impl Tally {
-    pub fn new(keep: usize, by_r2: bool) -> Self {
+    /// A tally keeping the best `keep` skeletons, ranking by held-out R² (`by_r2`) or loss, its
+    /// front adjusted by `penalty` ([`super::front::penalty`]).
+    pub fn new(keep: usize, by_r2: bool, penalty: Option<Penalty>) -> Self {
         Tally {
             calibrations: 0,
             failed: 0,
@@ -180,7 +182,7 @@ impl Tally {
             top: TopSkeletons::new(keep, by_r2),
             top_successes: TopSkeletons::new(keep, by_r2),
             simplest_success: None,
-            front: Front::default(),
+            front: Front::new(penalty),
         }
     }
 
@@ -308,7 +310,7 @@ mod tests {
 
     #[test]
     fn the_tally_counts_successes_and_distinct_skeletons() {
-        let mut t = Tally::new(10, true);
+        let mut t = Tally::new(10, true, None);
         assert!(t.add(&mut rec(0, "a", 0.5)));
         assert!(t.add(&mut rec(1, "b", 0.95)));
         assert!(!t.add(&mut rec(2, "b", 0.93)));
@@ -323,7 +325,7 @@ mod tests {
 
     #[test]
     fn the_simplest_success_is_the_smallest_then_the_best_fitting() {
-        let mut t = Tally::new(10, true);
+        let mut t = Tally::new(10, true, None);
         t.add(&mut rec(0, "(* (+ P x) x)", 0.5));
         assert!(t.simplest_success.is_none());
         t.add(&mut rec(1, "(+ (* P x) P)", 0.97));

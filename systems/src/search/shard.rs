@@ -198,7 +198,7 @@ impl Plan {
         };
         let mut out: Vec<String> = Vec::new();
         for o in earlier.iter().filter(|o| o.task.epoch == last) {
-            let mut tally = Tally::new(self.migrants, self.by_r2);
+            let mut tally = Tally::new(self.migrants, self.by_r2, None);
             for r in &o.records {
                 let mut r = r.record();
                 if !matches!(r.status, "failed" | "non-finite") {
