@@ -10,11 +10,19 @@
 //! The default sweep is small (D = 2, 8 at 1,024 lanes) so CI's software Vulkan finishes it;
 //! `NDVM_GPU_SWEEP=full` runs D = 2, 4, 8, 16, 32 × 1 k, 4 k, 16 k, 64 k lanes (on a real
 //! GPU). Without an adapter the GPU rows are skipped (with `REQUIRE_GPU=1`, a panic).
+//!
+//! **Rows on a time budget** (the device script, `benches/device/gpu.sh`): with
+//! `NDVM_GPU_ROWS=2x1024,16x4096,…` the bench skips criterion and times each `DxLANES` row on
+//! both sides — a first call, then repeats until 5 or `NDVM_GPU_ROW_SECONDS` (default 10) have
+//! passed — and prints a JSON line per side and row: the median and first call's seconds, and
+//! lane 0's value and gradients (to check the sides agree). A row at D = 32 costs seconds per
+//! call, so criterion's ten samples would not fit a few minutes of device time.
 
-use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use criterion::{BenchmarkId, Criterion, Throughput, criterion_group};
 use ndvm_engine::prelude::*;
 use rayon::prelude::*;
 use std::hint::black_box;
+use std::time::Instant;
 
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
@@ -92,18 +100,7 @@ fn gpu(c: &mut Criterion) {
                 assert!(vm.numbers(v).is_some());
                 let rec = vm.recording().expect("recorded");
                 let mut tape = gpu.upload_broadcast(&rec, lanes).expect("uploads");
-                let all = bindings(d, 0, lanes);
-                let col = |name: &str| match &all
-                    .items
-                    .iter()
-                    .find(|b| b.name == name)
-                    .expect("bound")
-                    .value
-                {
-                    Input::Lanes(xs) => xs.clone(),
-                    _ => unreachable!("q and r are per lane"),
-                };
-                let (q, r) = (col("q"), col("r"));
+                let (q, r) = per_lane(d, lanes);
                 let given = [Some(q.as_slice()), Some(r.as_slice()), None];
                 let first = tape.run_lanes(gpu, &rec, &given, true).expect("runs");
                 assert!(
@@ -143,5 +140,142 @@ fn gpu(c: &mut Criterion) {
     group.finish();
 }
 
+/// `DxLANES` rows, e.g. `2x1024,16x4096`.
+fn rows(list: &str) -> Vec<(usize, usize)> {
+    list.split(',')
+        .filter_map(|r| {
+            let (d, l) = r.trim().split_once('x')?;
+            Some((d.parse().ok()?, l.parse().ok()?))
+        })
+        .collect()
+}
+
+/// Seconds of a first call of `f`, then the median of up to five more, stopping once `budget`
+/// seconds have passed; with the last call's output.
+fn timed<T>(budget: f64, mut f: impl FnMut() -> T) -> (f64, f64, usize, T) {
+    let start = Instant::now();
+    let mut out = f();
+    let first = start.elapsed().as_secs_f64();
+    let mut times = Vec::new();
+    while times.len() < 5 && (times.is_empty() || start.elapsed().as_secs_f64() < budget) {
+        let t = Instant::now();
+        out = f();
+        times.push(t.elapsed().as_secs_f64());
+    }
+    times.sort_by(f64::total_cmp);
+    (first, times[times.len() / 2], times.len(), out)
+}
+
+fn print_row(
+    side: &str,
+    device: &str,
+    (d, lanes): (usize, usize),
+    t: (f64, f64, usize),
+    lane0: [f32; 3],
+) {
+    let line = serde_json::json!({
+        "side": side, "device": device, "D": d, "lanes": lanes,
+        "first_s": t.0, "median_s": t.1, "repeats": t.2,
+        "lane0": {"value": lane0[0], "dq": lane0[1], "dr": lane0[2]},
+    });
+    println!("{line}");
+}
+
+/// The rows of `NDVM_GPU_ROWS` on a time budget (see the module docs).
+fn rows_on_a_budget(list: &str) {
+    let budget: f64 = std::env::var("NDVM_GPU_ROW_SECONDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(10.0);
+    let gpu = match ndvm_gpu::Gpu::new() {
+        Ok(g) => Some(g),
+        Err(e) if std::env::var("REQUIRE_GPU").is_ok_and(|v| v == "1") => panic!("{e}"),
+        Err(e) => {
+            eprintln!("no GPU adapter ({e}): CPU rows only");
+            None
+        }
+    };
+    let threads = rayon::current_num_threads();
+    for (d, lanes) in rows(list) {
+        let program = program(d);
+        if let Some(gpu) = &gpu {
+            let mut vm = Vm::<f32>::default();
+            let v = vm.eval(&program, &bindings(d, 0, 1), true).expect("walks");
+            assert!(vm.numbers(v).is_some());
+            let rec = vm.recording().expect("recorded");
+            let mut tape = gpu.upload_broadcast(&rec, lanes).expect("uploads");
+            let (q, r) = per_lane(d, lanes);
+            let given = [Some(q.as_slice()), Some(r.as_slice()), None];
+            let (first, median, n, run) = timed(budget, || {
+                tape.run_lanes(gpu, &rec, &given, true).expect("runs")
+            });
+            let lane0 = [run.result[0], run.grads[0][0], run.grads[1][0]];
+            print_row(
+                "gpu",
+                &gpu.describe(),
+                (d, lanes),
+                (first, median, n),
+                lane0,
+            );
+        }
+        // The CPU side: walking each chunk is its first call, the replays its repeats.
+        let per = lanes.div_ceil(threads.max(1));
+        let mut vms: Vec<(Vm<f32>, Bindings<f32>, f32)> = Vec::new();
+        let (first, median, n, ()) = timed(budget, || {
+            if vms.is_empty() {
+                vms = (0..lanes)
+                    .step_by(per)
+                    .collect::<Vec<_>>()
+                    .into_par_iter()
+                    .map(|from| {
+                        let b = bindings(d, from, (from + per).min(lanes));
+                        let mut vm = Vm::<f32>::default();
+                        let v = vm.eval(&program, &b, true).expect("walks");
+                        let value = vm.numbers(v).map_or(f32::NAN, |x| x[0]);
+                        vm.backward(v);
+                        (vm, b, value)
+                    })
+                    .collect();
+                return;
+            }
+            vms.par_iter_mut().for_each(|(vm, bind, out)| {
+                let Replay::Held(v) = vm.replay(&program, bind) else {
+                    panic!("the tape holds")
+                };
+                *out = vm.numbers(v).map_or(f32::NAN, |x| x[0]);
+                vm.backward(v);
+            });
+        });
+        let (vm, _, value) = &vms[0];
+        let lane0 = [*value, vm.grad(0)[0], vm.grad(1)[0]];
+        let device = format!("CPU, {threads} threads");
+        print_row("cpu", &device, (d, lanes), (first, median, n), lane0);
+    }
+}
+
+/// Lanes `0..lanes`' q and r.
+fn per_lane(d: usize, lanes: usize) -> (Vec<f32>, Vec<f32>) {
+    let all = bindings(d, 0, lanes);
+    let col = |name: &str| match &all
+        .items
+        .iter()
+        .find(|b| b.name == name)
+        .expect("bound")
+        .value
+    {
+        Input::Lanes(xs) => xs.clone(),
+        _ => unreachable!("q and r are per lane"),
+    };
+    (col("q"), col("r"))
+}
+
 criterion_group!(benches, gpu);
-criterion_main!(benches);
+
+fn main() {
+    if let Ok(list) = std::env::var("NDVM_GPU_ROWS") {
+        rows_on_a_budget(&list);
+        return;
+    }
+    benches();
+    Criterion::default().configure_from_args().final_summary();
+}

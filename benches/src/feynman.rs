@@ -21,7 +21,12 @@ const SIMPLEST_CHECKS: usize = 40;
 
 /// The scenes folder.
 pub fn scenes() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../scenes")
+    // A bench binary carried to another machine (benches/device/) finds them through
+    // `NDVM_SCENES`: the checkout it was built in is not there.
+    std::env::var_os("NDVM_SCENES").map_or_else(
+        || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../scenes"),
+        PathBuf::from,
+    )
 }
 
 /// One law: its name, generating program and data.
