@@ -16,7 +16,8 @@ For ndvm it also records whether a symbolic solution is anywhere on the Pareto f
 
 Results are appended to a JSON-lines file, one line per (equation, noise, method), and a run
 skips what the file already holds: a long run is resumable and runs in parts
-(``--equations 1-20``, then ``21-40``, …). ``--summary`` prints the rates as a Markdown table.
+(``--equations 1-20``, then ``21-40``, …). ``--summary`` prints the rates as a Markdown table,
+``--table`` the result of every equation.
 
     python benches/srbench/feynman.py --equations 1-10 --noise 0,0.01 --budget 60 \\
         --results feynman.jsonl
@@ -98,8 +99,16 @@ def round_floats(expr: sympy.Expr, digits: int = 3) -> sympy.Expr:
     return expr.xreplace({a: sympy.Float(round(float(a), digits)) for a in expr.atoms(sympy.Float)})
 
 
-def is_solution(model: sympy.Expr, true: sympy.Expr) -> bool:
-    """SRBench's test: a constant difference or a constant, nonzero ratio."""
+def is_solution(model: sympy.Expr, true: sympy.Expr, eq: dict | None = None) -> bool:
+    """SRBench's test: a constant difference or a constant, nonzero ratio.
+
+    sympy decides it first. Where ``simplify`` leaves symbols behind, which it does for some
+    true identities (``sqrt(1/((c/v)**2 - 1) + 1)`` is ``1/sqrt(1 - v**2/c**2)`` for c > v),
+    the same test is made on numbers when ``eq`` is given: the rounded model against the truth
+    at 256 points of the equation's ranges, the difference or the ratio constant to 1e-9 of
+    its scale. Rounded constants make a model that only approximates the law miss by far more
+    than that.
+    """
     try:
         m = round_floats(model)
         if m.free_symbols - true.free_symbols:
@@ -108,9 +117,33 @@ def is_solution(model: sympy.Expr, true: sympy.Expr) -> bool:
         if not diff.free_symbols and diff.is_finite:
             return True
         ratio = sympy.simplify(m / true)
-        return not ratio.free_symbols and bool(ratio.is_finite) and ratio != 0
+        if not ratio.free_symbols and bool(ratio.is_finite) and ratio != 0:
+            return True
     except Exception:  # noqa: BLE001 - sympy raises many kinds on odd models
         return False
+    return eq is not None and numerically_equal(m, true, eq)
+
+
+def numerically_equal(m: sympy.Expr, true: sympy.Expr, eq: dict) -> bool:
+    """A constant difference or a constant nonzero ratio, on 256 points of ``eq``'s ranges."""
+    cols, y = sample(eq, 256, seed=30_000 + eq["number"])
+    names = list(cols)
+    try:
+        f = sympy.lambdify([symbols(names)[v] for v in names], m, "numpy")
+        with np.errstate(all="ignore"):
+            p = np.asarray(f(*[cols[v] for v in names]), dtype=np.float64) * np.ones(len(y))
+    except Exception:  # noqa: BLE001
+        return False
+    if not (np.isfinite(p).all() and np.isreal(p).all()):
+        return False
+    scale = np.max(np.abs(y))
+    diff = p - y
+    if np.ptp(diff) <= 1e-9 * scale:
+        return True
+    if np.any(y == 0):
+        return False
+    ratio = p / y
+    return bool(np.ptp(ratio) <= 1e-9 * np.max(np.abs(ratio)) and np.max(np.abs(ratio)) > 0)
 
 
 def r2(model: sympy.Expr, cols, y) -> float:
@@ -249,11 +282,11 @@ def rejudge(path: Path) -> None:
         names = [v for v, _, _ in eq["variables"]]
         true = truth(eq)
         expr = parse(r["model"], names) if r.get("model") else None
-        r["solution"] = expr is not None and is_solution(expr, true)
+        r["solution"] = expr is not None and is_solution(expr, true, eq)
         if "front_equations" in r:
             front = [parse(s, names) for s in r["front_equations"]]
             r["on_front"] = r["solution"] or any(
-                m is not None and is_solution(m, true) for m in front
+                m is not None and is_solution(m, true, eq) for m in front
             )
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
 
@@ -279,6 +312,36 @@ def summary(path: Path) -> str:
     return "\n".join(out)
 
 
+def table(path: Path) -> str:
+    """Per-equation results as Markdown: one row per equation, a column per (method, noise).
+
+    ``S`` is a symbolic solution, ``f`` a solution on ndvm's front (not chosen), ``a`` an
+    accurate model (R² > 0.999 on fresh points) that is not a solution, ``·`` neither.
+    """
+    rows = [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+    cols = sorted({(r["method"], r["noise"]) for r in rows})
+    by_eq: dict = {}
+    for r in rows:
+        by_eq.setdefault(r["equation"], {})[(r["method"], r["noise"])] = r
+    order = {e["name"]: i for i, e in enumerate(equations())}
+
+    def mark(r) -> str:
+        if r is None:
+            return ""
+        if r["solution"]:
+            return "S"
+        if r.get("on_front"):
+            return "f"
+        return "a" if r["r2_test"] > 0.999 else "·"
+
+    head = " | ".join(f"{m} {n}" for m, n in cols)
+    out = [f"| equation | {head} |", "|---|" + "---:|" * len(cols)]
+    for name in sorted(by_eq, key=lambda n: order.get(n, 1 << 30)):
+        marks = " | ".join(mark(by_eq[name].get(c)) for c in cols)
+        out.append(f"| {name} | {marks} |")
+    return "\n".join(out)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--equations", default="", help="numbers (1-100), ranges, or names")
@@ -290,8 +353,12 @@ def main() -> int:
     ap.add_argument("--results", default="feynman.jsonl")
     ap.add_argument("--summary", action="store_true", help="print the rates and stop")
     ap.add_argument("--rejudge", action="store_true", help="judge the stored models again")
+    ap.add_argument("--table", action="store_true", help="print per-equation results and stop")
     args = ap.parse_args()
     path = Path(args.results)
+    if args.table:
+        print(table(path))
+        return 0
     if args.rejudge:
         rejudge(path)
     if args.summary or args.rejudge:
@@ -326,12 +393,14 @@ def main() -> int:
                     "budget_s": args.budget,
                     "points": args.points,
                     "truth": eq["formula"],
-                    "solution": expr is not None and is_solution(expr, true),
+                    "solution": expr is not None and is_solution(expr, true, eq),
                     "r2_test": r2(expr, test, y_test) if expr is not None else float("-inf"),
                     **got,
                 }
                 if method == "ndvm":
-                    row["on_front"] = row["solution"] or any(is_solution(m, true) for m in front)
+                    row["on_front"] = row["solution"] or any(
+                        is_solution(m, true, eq) for m in front
+                    )
                 with open(path, "a", encoding="utf-8") as f:
                     f.write(json.dumps(row) + "\n")
                 print(

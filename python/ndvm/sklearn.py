@@ -62,6 +62,9 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):  # type: ignore[misc,val
         The operators programs are built from (the dialect's names).
     max_nodes : int, default 30
         The largest program tried.
+    elite : int, default 24
+        How many of the best distinct programs the search breeds from (with its Pareto front):
+        larger keeps more kinds of program alive, smaller searches closer to the best.
     optimizer : ``"lm"`` (default) or ``"adam"``
         How each program's constants are fitted: Levenberg–Marquardt on the exact Jacobian
         (precise, so that the front compares laws rather than where an optimizer stopped), or
@@ -92,9 +95,10 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):  # type: ignore[misc,val
         self,
         seconds: float = 30.0,
         calibrations: Optional[int] = None,
-        unary: Sequence[str] = ("exp", "log", "sin", "cos", "sqrt"),
+        unary: Sequence[str] = ("exp", "log", "sin", "cos", "sqrt", "square"),
         binary: Sequence[str] = ("+", "-", "*", "/"),
         max_nodes: int = 30,
+        elite: int = 24,
         optimizer: str = "lm",
         steps: int = 40,
         draws: int = 4,
@@ -108,6 +112,7 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):  # type: ignore[misc,val
         self.unary = unary
         self.binary = binary
         self.max_nodes = max_nodes
+        self.elite = elite
         self.optimizer = optimizer
         self.steps = steps
         self.draws = draws
@@ -202,6 +207,7 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):  # type: ignore[misc,val
                                 "unary": list(self.unary),
                                 "binary": list(self.binary),
                                 "max_nodes": int(self.max_nodes),
+                                "elite": int(self.elite),
                             }
                         }
                     ],

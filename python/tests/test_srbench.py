@@ -39,6 +39,14 @@ def test_the_judge_is_srbench_s():
     (eq,) = [e for e in feynman.equations() if e["name"] == "I.6.2a"]
     model = feynman.parse("0.39883649*(1/sqrt(exp(theta*theta)))", ["theta"])
     assert feynman.is_solution(model, feynman.truth(eq))
+    # An identity sympy does not simplify is decided on numbers over the ranges (I.10.7:
+    # m0·sqrt(1/((c/v)² − 1) + 1) is m0/sqrt(1 − v²/c²) for c > v), and a close imitation is not.
+    (eq,) = [e for e in feynman.equations() if e["name"] == "I.10.7"]
+    names = ["m_0", "v", "c"]
+    found = feynman.parse("sqrt(0.99999994/((c/v)**2 - 0.99999991) + 1.00000003)*m_0", names)
+    assert feynman.is_solution(found, feynman.truth(eq), eq)
+    close = feynman.parse("sqrt(1.002/((c/v)**2 - 1.0) + 1.0)*m_0", names)
+    assert not feynman.is_solution(close, feynman.truth(eq), eq)
     # Noise is γ·RMS(y) on the training targets only; the test points are clean.
     eq = feynman.equations()[7]  # I.12.1: mu*Nn
     train, y_noisy, test, y_test = feynman.data(eq, 0.1, 400)

@@ -378,6 +378,50 @@ fn evolve_finds_a_law_from_nothing() {
     assert_eq!(skeletons.len(), n);
 }
 
+/// A law with no constant to fit is proposed and calibrated as it is, and a spare constant that
+/// only fits the noise does not push it off the front: `(* x z)` is the chosen entry, not
+/// `(* a (* x z))` or `(* (+ x a) z)` beside it.
+#[test]
+fn evolve_proposes_laws_without_constants() {
+    let scene = Scene::from_ron(
+        r#"Scene(
+            candidates: [],
+            parameters: Parameters(init: {"a": 1.0, "b": 1.0}),
+            data: Some(Synthetic(
+                program: "(* x z)",
+                inputs: {"x": Uniform(1.0, 5.0, 200), "z": Uniform(1.0, 5.0, 200)},
+                noise: 0.01, seed: 5, split: Split(train: 0.75, seed: 6),
+            )),
+            loss: Mse,
+            search: Some(Search(
+                proposers: [Evolve(seeds: ["(* a (* x z))", "(* (+ x a) z)", "(* x z)"])],
+                calibration: Calibration(steps: 20, optimizer: LevenbergMarquardt, draws: 2),
+                success: HeldOutR2(0.99),
+                budget: Budget(calibrations: Some(60)),
+                seed: 1,
+            )),
+        )"#,
+    )
+    .expect("scene");
+    let (log, report, _) = run(&scene, Path::new("."), budget(60, 1));
+    let bare = log.iter().find(|r| r.src == "(* x z)").expect("proposed");
+    assert!(bare.params.is_empty(), "{bare:?}");
+    assert_eq!(bare.status, "converged");
+    let scaled = log
+        .iter()
+        .find(|r| r.src == "(* a (* x z))")
+        .expect("proposed");
+    assert!(
+        scaled.train_loss < bare.train_loss,
+        "a free scale fits the noise a little"
+    );
+    let front = &report.front;
+    let chosen = &front.entries[front.chosen.expect("a pick")];
+    assert_eq!(chosen.record.src, "(* x z)", "{:?}", front.entries);
+    assert_eq!(chosen.complexity, 3);
+    assert!(chosen.truth);
+}
+
 #[test]
 fn an_external_proposer_sees_every_result_in_order_and_can_end() {
     let dir = std::env::temp_dir().join(format!("ndvm-echo-{}", std::process::id()));

@@ -12,7 +12,7 @@
 //! parameter (`(* P P)` → `P`, `(exp P)` → `P`); `P·(x + x)` and `P·x + x` are a scaled `x`; a
 //! parameter factors out of a sum of a scaled term and a parameter (`P·x + P` → `P·(x + P)`);
 //! signs and reciprocals fold into a parameter beside them; with commutativity, associativity,
-//! `a/b = a·b⁻¹`, `x − x = 0`, `x/x = 1`, `log(exp x) = x` and `exp(log x) = x`. Ranges (`exp P > 0`,
+//! `a/b = a·b⁻¹`, `square x = x·x`, `x − x = 0`, `x/x = 1`, `log(exp x) = x` and `exp(log x) = x`. Ranges (`exp P > 0`,
 //! `log` of a negative) and zero divisors are ignored: a cheap, documented approximation. What
 //! the budget does not reach is left ungrouped: a missed equivalence shows as two front
 //! entries.
@@ -51,6 +51,8 @@ const RULES: &[(&str, &str, &str)] = &[
     ("add-zero", "(+ ?a 0)", "?a"),
     ("mul-one", "(* ?a 1)", "?a"),
     ("log-exp", "(log (exp ?a))", "?a"),
+    ("square-scaled", "(square (* P ?a))", "(* P (square ?a))"),
+    ("square-neg", "(square ?a)", "(square (neg ?a))"),
     ("exp-log", "(exp (log ?a))", "?a"),
     ("neg-scaled", "(neg (* P ?a))", "(* P ?a)"),
     ("scaled-neg", "(* P (neg ?a))", "(* P ?a)"),
@@ -77,6 +79,8 @@ const WITHOUT_CONSTANTS: &[(&str, &str, &str)] = &[
     ("absorb", "(+ (* P ?a) ?a)", "(* P ?a)"),
     ("cancel", "(+ ?a (neg ?a))", "0"),
     ("ratio", "(* ?a (inv ?a))", "1"),
+    ("square", "(square ?a)", "(* ?a ?a)"),
+    ("square-rev", "(* ?a ?a)", "(square ?a)"),
 ];
 
 /// What an e-class's family depends on: a free constant (some member mentions `P`), and the
@@ -269,6 +273,15 @@ mod tests {
             "(/ (+ x0 x0) (+ (/ P (* P P)) (* P x0)))",
             "(/ (* P x0) (+ P x0))"
         ));
+        // `square` is a product of a term with itself; a free scale comes out of it.
+        assert!(same(
+            "(sqrt (+ (square (- x1 x2)) (square (- y1 y2))))",
+            "(sqrt (+ (* (- y2 y1) (- y2 y1)) (* (- x2 x1) (- x2 x1))))"
+        ));
+        assert!(same(
+            "(exp (square (/ theta (* P s))))",
+            "(exp (* P (* theta (/ theta (* s s)))))"
+        ));
     }
 
     #[test]
@@ -291,6 +304,11 @@ mod tests {
         assert!(!same("(+ P (* P x))", "(* P x)"));
         assert!(!same("(exp (* P x))", "(* P (exp x))"));
         assert!(!same("(- P x)", "(+ P x)"));
+        // The square of a term with a constant in it is not a product of two of its members.
+        assert!(!same(
+            "(square (sin (* P x)))",
+            "(* (sin (* P x)) (sin (* P x)))"
+        ));
     }
 
     #[test]
