@@ -31,9 +31,12 @@ sympy and scikit-learn; the peer needs gplearn (``pip install gplearn``).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
 import json
+import signal
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -113,15 +116,47 @@ def is_solution(model: sympy.Expr, true: sympy.Expr, eq: dict | None = None) -> 
         m = round_floats(model)
         if m.free_symbols - true.free_symbols:
             return False
-        diff = sympy.simplify(m - true)
-        if not diff.free_symbols and diff.is_finite:
-            return True
-        ratio = sympy.simplify(m / true)
-        if not ratio.free_symbols and bool(ratio.is_finite) and ratio != 0:
-            return True
     except Exception:  # noqa: BLE001 - sympy raises many kinds on odd models
         return False
+    try:
+        with time_limit(SIMPLIFY_SECONDS):
+            diff = sympy.simplify(m - true)
+            if not diff.free_symbols and diff.is_finite:
+                return True
+            ratio = sympy.simplify(m / true)
+            if not ratio.free_symbols and bool(ratio.is_finite) and ratio != 0:
+                return True
+    except Exception:  # noqa: BLE001 - sympy raises many kinds on odd models; or out of time
+        pass
     return eq is not None and numerically_equal(m, true, eq)
+
+
+# sympy's simplify has no bound: on a large model (a peer's 60-node expression) it can run for
+# hours. Past this, the judge decides on numbers alone.
+SIMPLIFY_SECONDS = 20
+
+
+class OutOfTime(Exception):
+    pass
+
+
+@contextlib.contextmanager
+def time_limit(seconds: int):
+    """Raises `OutOfTime` in the block after `seconds` (SIGALRM; the main thread, on Unix)."""
+    if not hasattr(signal, "SIGALRM") or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def ring(signum, frame):
+        raise OutOfTime()
+
+    before = signal.signal(signal.SIGALRM, ring)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, before)
 
 
 def numerically_equal(m: sympy.Expr, true: sympy.Expr, eq: dict) -> bool:

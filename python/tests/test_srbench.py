@@ -56,6 +56,17 @@ def test_the_judge_is_srbench_s():
     np.testing.assert_allclose(y_test, test["mu"] * test["Nn"])
 
 
+def test_the_judge_bounds_sympy_s_time():
+    import time
+
+    start = time.monotonic()
+    with pytest.raises(feynman.OutOfTime):
+        with feynman.time_limit(1):
+            while time.monotonic() - start < 30:
+                pass
+    assert time.monotonic() - start < 5
+
+
 def test_a_run_writes_a_resumable_line_per_equation(tmp_path, monkeypatch):
     out = tmp_path / "r.jsonl"
     args = ["feynman.py", "--equations", "I.12.1", "--noise", "0", "--budget", "2",
