@@ -118,6 +118,7 @@ class SymbolicRegressor:
         unary: Sequence[str] = ...,
         binary: Sequence[str] = ...,
         max_nodes: int = ...,
+        elite: int = ...,
         optimizer: str = ...,
         steps: int = ...,
         draws: int = ...,
