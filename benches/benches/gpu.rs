@@ -82,11 +82,7 @@ fn sweep() -> (Vec<usize>, Vec<usize>) {
 }
 
 fn gpu(c: &mut Criterion) {
-    let gpu = match ndvm_gpu::Gpu::new() {
-        Ok(g) => Some(g),
-        Err(e) if std::env::var("REQUIRE_GPU").is_ok_and(|v| v == "1") => panic!("{e}"),
-        Err(_) => None,
-    };
+    let gpu = open_gpu();
     let (dims, widths) = sweep();
     let mut group = c.benchmark_group("kalman_nd");
     group.sample_size(10);
@@ -95,38 +91,27 @@ fn gpu(c: &mut Criterion) {
         for &lanes in &widths {
             group.throughput(Throughput::Elements(lanes as u64));
             if let Some(gpu) = &gpu {
-                let mut vm = Vm::<f32>::default();
-                let v = vm.eval(&program, &bindings(d, 0, 1), true).expect("walks");
-                assert!(vm.numbers(v).is_some());
-                let rec = vm.recording().expect("recorded");
-                let mut tape = gpu.upload_broadcast(&rec, lanes).expect("uploads");
-                let (q, r) = per_lane(d, lanes);
-                let given = [Some(q.as_slice()), Some(r.as_slice()), None];
-                let first = tape.run_lanes(gpu, &rec, &given, true).expect("runs");
-                assert!(
-                    first.failed.is_empty(),
-                    "a straight-line tape has no guards to fail"
-                );
-                group.bench_function(BenchmarkId::new(format!("gpu/D{d}"), lanes), |b| {
-                    b.iter(|| black_box(tape.run_lanes(gpu, &rec, &given, true).expect("runs")))
+                on_device(gpu, &program, (d, lanes), |run| {
+                    let first = run();
+                    assert!(
+                        first.failed.is_empty(),
+                        "a straight-line tape has no guards to fail"
+                    );
+                    group.bench_function(BenchmarkId::new(format!("gpu/D{d}"), lanes), |b| {
+                        b.iter(|| black_box(run()))
+                    });
                 });
             }
             // The CPU replay on all cores: one chunk per worker thread.
             let chunks = rayon::current_num_threads().max(1);
             let per = lanes.div_ceil(chunks);
-            let mut vms: Vec<(Vm<f32>, Bindings<f32>)> = (0..lanes)
+            let mut vms: Vec<(Vm<f32>, Bindings<f32>, f32)> = (0..lanes)
                 .step_by(per)
-                .map(|from| {
-                    let b = bindings(d, from, (from + per).min(lanes));
-                    let mut vm = Vm::<f32>::default();
-                    let v = vm.eval(&program, &b, true).expect("walks");
-                    vm.backward(v);
-                    (vm, b)
-                })
+                .map(|from| cpu_chunk(&program, d, from..(from + per).min(lanes)))
                 .collect();
             group.bench_function(BenchmarkId::new(format!("cpu/D{d}"), lanes), |b| {
                 b.iter(|| {
-                    vms.par_iter_mut().for_each(|(vm, bind)| {
+                    vms.par_iter_mut().for_each(|(vm, bind, _)| {
                         let Replay::Held(v) = vm.replay(&program, bind) else {
                             panic!("the tape holds")
                         };
@@ -187,28 +172,16 @@ fn rows_on_a_budget(list: &str) {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(10.0);
-    let gpu = match ndvm_gpu::Gpu::new() {
-        Ok(g) => Some(g),
-        Err(e) if std::env::var("REQUIRE_GPU").is_ok_and(|v| v == "1") => panic!("{e}"),
-        Err(e) => {
-            eprintln!("no GPU adapter ({e}): CPU rows only");
-            None
-        }
-    };
+    let gpu = open_gpu();
+    if gpu.is_none() {
+        eprintln!("no GPU adapter: CPU rows only");
+    }
     let threads = rayon::current_num_threads();
     for (d, lanes) in rows(list) {
         let program = program(d);
         if let Some(gpu) = &gpu {
-            let mut vm = Vm::<f32>::default();
-            let v = vm.eval(&program, &bindings(d, 0, 1), true).expect("walks");
-            assert!(vm.numbers(v).is_some());
-            let rec = vm.recording().expect("recorded");
-            let mut tape = gpu.upload_broadcast(&rec, lanes).expect("uploads");
-            let (q, r) = per_lane(d, lanes);
-            let given = [Some(q.as_slice()), Some(r.as_slice()), None];
-            let (first, median, n, run) = timed(budget, || {
-                tape.run_lanes(gpu, &rec, &given, true).expect("runs")
-            });
+            let (first, median, n, run) =
+                on_device(gpu, &program, (d, lanes), |run| timed(budget, run));
             let lane0 = [run.result[0], run.grads[0][0], run.grads[1][0]];
             print_row(
                 "gpu",
@@ -227,14 +200,7 @@ fn rows_on_a_budget(list: &str) {
                     .step_by(per)
                     .collect::<Vec<_>>()
                     .into_par_iter()
-                    .map(|from| {
-                        let b = bindings(d, from, (from + per).min(lanes));
-                        let mut vm = Vm::<f32>::default();
-                        let v = vm.eval(&program, &b, true).expect("walks");
-                        let value = vm.numbers(v).map_or(f32::NAN, |x| x[0]);
-                        vm.backward(v);
-                        (vm, b, value)
-                    })
+                    .map(|from| cpu_chunk(&program, d, from..(from + per).min(lanes)))
                     .collect();
                 return;
             }
@@ -251,6 +217,49 @@ fn rows_on_a_budget(list: &str) {
         let device = format!("CPU, {threads} threads");
         print_row("cpu", &device, (d, lanes), (first, median, n), lane0);
     }
+}
+
+/// The GPU, or `None` without an adapter (with `REQUIRE_GPU=1`, a panic).
+fn open_gpu() -> Option<ndvm_gpu::Gpu> {
+    match ndvm_gpu::Gpu::new() {
+        Ok(g) => Some(g),
+        Err(e) if std::env::var("REQUIRE_GPU").is_ok_and(|v| v == "1") => panic!("{e}"),
+        Err(_) => None,
+    }
+}
+
+/// The GPU side of a `(d, lanes)` row: lane 0 walked on the CPU, its tape uploaded to `gpu`
+/// broadcast over every lane, each lane's q and r given; `measure` gets a closure that runs
+/// replay + gradient of every lane once on the device.
+fn on_device<T>(
+    gpu: &ndvm_gpu::Gpu,
+    program: &Program,
+    (d, lanes): (usize, usize),
+    measure: impl FnOnce(&mut dyn FnMut() -> ndvm_gpu::DeviceRun) -> T,
+) -> T {
+    let mut vm = Vm::<f32>::default();
+    let v = vm.eval(program, &bindings(d, 0, 1), true).expect("walks");
+    assert!(vm.numbers(v).is_some());
+    let rec = vm.recording().expect("recorded");
+    let mut tape = gpu.upload_broadcast(&rec, lanes).expect("uploads");
+    let (q, r) = per_lane(d, lanes);
+    let given = [Some(q.as_slice()), Some(r.as_slice()), None];
+    measure(&mut || tape.run_lanes(gpu, &rec, &given, true).expect("runs"))
+}
+
+/// A chunk of the CPU side: lanes `range` walked (and differentiated) once, with lane
+/// `range.start`'s value; its replays are the measured repeats.
+fn cpu_chunk(
+    program: &Program,
+    d: usize,
+    range: std::ops::Range<usize>,
+) -> (Vm<f32>, Bindings<f32>, f32) {
+    let b = bindings(d, range.start, range.end);
+    let mut vm = Vm::<f32>::default();
+    let v = vm.eval(program, &b, true).expect("walks");
+    let value = vm.numbers(v).map_or(f32::NAN, |x| x[0]);
+    vm.backward(v);
+    (vm, b, value)
 }
 
 /// Lanes `0..lanes`' q and r.

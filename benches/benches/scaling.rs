@@ -19,6 +19,7 @@
 //! cargo bench -p ndvm-benches --bench scaling                     # 3 rounds (about 6 minutes on 2 cores)
 //! cargo bench -p ndvm-benches --bench scaling -- scalar 5         # one workload, 5 rounds
 //! NDVM_SCALING_THREADS=1,2,4,8,16 cargo bench -p ndvm-benches --bench scaling
+//! NDVM_STEPS_PER_PASS=1 cargo bench -p ndvm-benches --bench scaling   # the stepwise fit, to compare
 //! ```
 //!
 //! The default thread counts are 1, 2, 4, … up to the machine's cores, then 8× the cores (a
@@ -66,6 +67,12 @@ struct Run {
     digest: u64,
 }
 
+/// `NDVM_STEPS_PER_PASS` (default: the engine's): steps each candidate takes per parallel pass,
+/// to compare the pipelined fit with the stepwise one (`1`) in one build.
+fn steps_per_pass() -> Option<u32> {
+    std::env::var("NDVM_STEPS_PER_PASS").ok()?.parse().ok()
+}
+
 fn load(name: &str) -> Scene {
     let text = std::fs::read_to_string(feynman::scenes().join(name)).expect("scene");
     Scene::from_ron(&text).expect("scene parses")
@@ -88,6 +95,7 @@ fn run(work: Work, threads: usize) -> Run {
             let options = SearchOptions {
                 threads: Some(threads),
                 calibrations: Some(calibrations),
+                steps_per_pass: steps_per_pass(),
                 ..SearchOptions::default()
             };
             let mut log = String::new();
@@ -118,6 +126,8 @@ fn run(work: Work, threads: usize) -> Run {
                 steps,
                 settings: FitSettings {
                     device: Some(Device::Cpu),
+                    steps_per_pass: steps_per_pass()
+                        .unwrap_or(FitSettings::default().steps_per_pass),
                     ..FitSettings::default()
                 },
                 ..FitOptions::default()

@@ -173,6 +173,8 @@ impl Fit {
             let widest = members.iter().map(|m| m.spec.lanes()).max().unwrap_or(0);
             let ctx = stages::gpu::open(device, precision, widest).map_err(FitError::Device)?;
             if let Some(gpu) = &ctx.gpu {
+                // The GPU stage replays groups a step at a time.
+                world.resource_mut::<FitSettings>().steps_per_pass = 1;
                 let used = crate::device::DeviceUsed::gpu(gpu.describe(), gpu.is_software());
                 // `Auto` never takes a software adapter; `Gpu` does, and is told.
                 warnings.extend(used.software_warning());
@@ -190,6 +192,10 @@ impl Fit {
             return Err(FitError::Device(
                 "--device gpu: this build has no GPU support (the `gpu` feature)".into(),
             ));
+        }
+        if options.engine.has_hooks() {
+            // A plugin's systems expect to see every step.
+            world.resource_mut::<FitSettings>().steps_per_pass = 1;
         }
         options.engine.extend(&mut schedule);
         let mut fit = Fit {
@@ -411,10 +417,22 @@ pub fn stage_schedule<R: Real>() -> Schedule {
     schedule.add_systems((
         stages::decode::decode.in_set(Stage::Decode),
         stages::schedule::schedule::<R>.in_set(Stage::Schedule),
-        stages::replay::replay::<R>.in_set(Stage::Replay),
-        stages::walk::walk::<R>.in_set(Stage::Walk),
-        stages::backward::backward::<R>.in_set(Stage::Backward),
-        stages::optimize::optimize.in_set(Stage::Optimize),
+        stages::replay::replay::<R>
+            .in_set(Stage::Replay)
+            .run_if(stages::pipeline::stepwise),
+        stages::walk::walk::<R>
+            .in_set(Stage::Walk)
+            .run_if(stages::pipeline::stepwise),
+        stages::backward::backward::<R>
+            .in_set(Stage::Backward)
+            .run_if(stages::pipeline::stepwise),
+        stages::optimize::optimize
+            .in_set(Stage::Optimize)
+            .run_if(stages::pipeline::stepwise),
+        stages::pipeline::pipeline::<R>
+            .in_set(Stage::Optimize)
+            .after(stages::optimize::optimize)
+            .run_if(not(stages::pipeline::stepwise)),
     ));
     schedule
 }

@@ -147,6 +147,11 @@ impl std::fmt::Debug for Engine {
 }
 
 impl Engine {
+    /// Whether a plugin added systems to the schedule.
+    pub fn has_hooks(&self) -> bool {
+        !self.hooks.is_empty()
+    }
+
     /// Runs every schedule hook on `schedule`.
     pub fn extend(&self, schedule: &mut Schedule) {
         for hook in &self.hooks {

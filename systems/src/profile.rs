@@ -107,6 +107,25 @@ pub struct DeviceTimes {
     pub download_s: f64,
 }
 
+impl std::ops::AddAssign for Counters {
+    fn add_assign(&mut self, o: Counters) {
+        self.steps += o.steps;
+        self.walks += o.walks;
+        self.replays += o.replays;
+        self.replayed_lanes += o.replayed_lanes;
+        self.guard_failures.comparison += o.guard_failures.comparison;
+        self.guard_failures.index += o.guard_failures.index;
+        self.rewalked_lanes += o.rewalked_lanes;
+        self.stale_tapes += o.stale_tapes;
+        self.tape_nodes += o.tape_nodes;
+        self.lanes += o.lanes;
+        self.backward_passes += o.backward_passes;
+        self.candidates += o.candidates;
+        self.admitted += o.admitted;
+        self.groups += o.groups;
+    }
+}
+
 /// Failed replay guards by kind.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct GuardFailures {
@@ -184,6 +203,22 @@ impl Profile {
         s.calls += 1;
         s.total += wall - moved;
         self.stages[other as usize].total += moved;
+    }
+
+    /// Records a pass that did several stages' work, spending `times[i]` on `stages[i]`
+    /// (summed over threads): its `wall` time is shared among them in that proportion, and
+    /// counts as a call of each stage that did any work.
+    pub fn record_parts(&mut self, wall: Duration, stages: &[Stage], times: &[Duration]) {
+        let total: Duration = times.iter().sum();
+        if total.is_zero() {
+            return;
+        }
+        for (&stage, t) in stages.iter().zip(times) {
+            let share = wall.mul_f64(t.as_secs_f64() / total.as_secs_f64());
+            let s = &mut self.stages[stage as usize];
+            s.total += share;
+            s.calls += u64::from(!t.is_zero());
+        }
     }
 
     pub fn stage(&self, stage: Stage) -> StageTime {

@@ -21,6 +21,12 @@ pub struct FitSettings {
     /// The numeric payload one candidate's walk may allocate (default: the engine's limit). A
     /// search shares a bound among its window ([`ndvm_components::limits::SEARCH_PAYLOAD`]).
     pub payload_bytes: Option<u64>,
+    /// Steps each active candidate takes per schedule run: the stages' step, then
+    /// `steps_per_pass − 1` more inside one parallel task per candidate, with no barrier
+    /// between them (`stages::pipeline`). A fit's results are the same for every value; a
+    /// search's admissions happen between runs, so its results depend on it (never on the
+    /// thread count). 1 turns the pipeline off.
+    pub steps_per_pass: u32,
 }
 
 impl Default for FitSettings {
@@ -31,6 +37,7 @@ impl Default for FitSettings {
             walk_every_step: false,
             device: None,
             payload_bytes: None,
+            steps_per_pass: 16,
         }
     }
 }

@@ -64,6 +64,34 @@ fn results_are_byte_identical_at_1_2_and_4_threads_and_across_runs() {
 }
 
 #[test]
+fn results_do_not_depend_on_the_steps_per_pass() {
+    // A candidate's steps inside one task (the pipeline) or a step per schedule run through the
+    // stages: the same bytes, with first-order and trial-based optimizers, at 1 and 2 threads.
+    let mut scenes = population();
+    scenes.push(decay_scene("LevenbergMarquardt", 30, 1.5, -0.2));
+    scenes.push(decay_scene("Lbfgs()", 30, 1.5, -0.2));
+    for scene in scenes {
+        let passes = |steps_per_pass, threads| FitOptions {
+            threads: Some(threads),
+            settings: FitSettings {
+                steps_per_pass,
+                ..FitSettings::default()
+            },
+            ..FitOptions::default()
+        };
+        let stepwise = results(&scene, &passes(1, 1));
+        assert!(stepwise.contains("\"loss\""), "{stepwise}");
+        for (k, t) in [(3, 1), (16, 2), (1000, 2)] {
+            assert_eq!(
+                stepwise,
+                results(&scene, &passes(k, t)),
+                "{k} steps per pass"
+            );
+        }
+    }
+}
+
+#[test]
 fn a_batch_of_lanes_fits_exactly_as_each_lane_alone() {
     // One lane per group walks every (restart, point) alone; 7 cuts restarts mid-way; 4096
     // puts a candidate's lanes in one walk. The admission window only changes who runs when.
@@ -179,16 +207,17 @@ fn a_parameter_with_a_zero_gradient_on_every_step_is_not_identified() {
 
 #[test]
 fn progress_counts_optimizer_steps_and_tracks_the_best_loss() {
-    let scene = decay_scene("Adam(lr: 0.01)", 12, 1.5, -0.2);
+    // 40 steps: three passes of 16 (the default steps per pass) report on the way.
+    let scene = decay_scene("Adam(lr: 0.01)", 40, 1.5, -0.2);
     let mut seen = Vec::new();
     let report = Fit::new(&scene, &scenes(), &threads(1))
         .expect("starts")
         .run(|p| seen.push(p));
     let last = seen.last().expect("progress");
-    assert_eq!((last.work_done, last.work_total), (12, 12));
+    assert_eq!((last.work_done, last.work_total), (40, 40));
     assert_eq!((last.finished, last.total), (1, 1));
     assert!(seen.windows(2).all(|w| w[0].work_done <= w[1].work_done));
-    assert!(seen.iter().any(|p| p.work_done > 0 && p.work_done < 12));
+    assert!(seen.iter().any(|p| p.work_done > 0 && p.work_done < 40));
     assert_eq!(last.best_loss, Some(report.candidates[0].loss));
 }
 

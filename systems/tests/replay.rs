@@ -2,7 +2,8 @@
 //! moves every parameter of every restart through exactly the same bits, step by step, as the
 //! same fit walking every step — for every conformance, fuzz-corpus and divergence program —
 //! and when parameters carry lanes across a branch boundary mid-fit, exactly those lanes are
-//! walked again.
+//! walked again. The pipelined fit (several steps per pass, each candidate in one task) goes
+//! through the same bits too, seen every `PASS` steps.
 
 #[path = "../../engine/tests/common/mod.rs"]
 mod common;
@@ -15,15 +16,24 @@ use ndvm_systems::profile::Counters;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-/// Every candidate's parameter bits after every step.
+/// Every candidate's parameter bits after every schedule run.
 type Trajectory = Vec<Vec<(usize, Vec<u64>)>>;
 
-/// Runs `scene` step by step, recording each candidate's parameters at the start and after
-/// every step.
-fn trajectory(scene: &Scene, base: &Path, walk_every_step: bool) -> (Trajectory, Counters) {
+/// Steps per pass of the pipelined fits.
+const PASS: u32 = 4;
+
+/// Runs `scene` schedule run by schedule run (`steps_per_pass` steps each), recording each
+/// candidate's parameters at the start and after every run.
+fn trajectory(
+    scene: &Scene,
+    base: &Path,
+    walk_every_step: bool,
+    steps_per_pass: u32,
+) -> (Trajectory, Counters) {
     let options = FitOptions {
         settings: FitSettings {
             walk_every_step,
+            steps_per_pass,
             ..FitSettings::default()
         },
         ..FitOptions::default()
@@ -48,11 +58,13 @@ fn trajectory(scene: &Scene, base: &Path, walk_every_step: bool) -> (Trajectory,
     (steps, fit.profile().counters)
 }
 
-/// Fits `scene` both ways and asserts identical trajectories; returns the replaying fit's
-/// counters.
+/// Fits `scene` walking every step, replaying step by step, and pipelined; asserts the same
+/// trajectories (the pipelined one at every `PASS`-th step, each pass taking every candidate
+/// `PASS` steps from the first); returns the stepwise replaying fit's counters.
 fn same_both_ways(what: &str, scene: &Scene, base: &Path) -> Counters {
-    let (walked, walk_counters) = trajectory(scene, base, true);
-    let (replayed, counters) = trajectory(scene, base, false);
+    let (walked, walk_counters) = trajectory(scene, base, true, 1);
+    let (replayed, counters) = trajectory(scene, base, false, 1);
+    let (piped, piped_counters) = trajectory(scene, base, false, PASS);
     assert_eq!(walk_counters.replays, 0, "{what}: walk_every_step replayed");
     assert!(walked.len() > 30, "{what}: {} steps", walked.len());
     assert_eq!(walked.len(), replayed.len(), "{what}: step count");
@@ -65,7 +77,24 @@ fn same_both_ways(what: &str, scene: &Scene, base: &Path) -> Counters {
             );
         }
     }
+    assert!(piped.len() < walked.len(), "{what}: {} passes", piped.len());
+    for (pass, p) in piped.iter().enumerate() {
+        let step = (pass * PASS as usize).min(walked.len() - 1);
+        for (cw, cp) in walked[step].iter().zip(p) {
+            assert_eq!(
+                cw, cp,
+                "{what}: pipelined candidate {} differs after pass {pass} (step {step})",
+                cw.0
+            );
+        }
+    }
     assert!(counters.replays > 0, "{what}: nothing was replayed");
+    let work = |c: &Counters| (c.replays, c.walks, c.rewalked_lanes, c.guard_failures);
+    assert_eq!(
+        work(&piped_counters),
+        work(&counters),
+        "{what}: the pipeline replays and walks as the stages do"
+    );
     counters
 }
 
@@ -216,7 +245,7 @@ fn lanes_that_cross_a_branch_mid_fit_and_only_those_walk_again() {
         steps: 30,
     )"#;
     let s = Scene::from_ron(text).expect("parses");
-    let (walked, _) = trajectory(&s, Path::new("."), true);
+    let (walked, _) = trajectory(&s, Path::new("."), true, 1);
     let counters = same_both_ways("kink", &s, Path::new("."));
     // Lanes whose branch differs between consecutive steps' parameters, from the walked fit.
     let xs: Vec<f64> = (0..40).map(|i| 2.0 * i as f64 / 39.0).collect();

@@ -16,8 +16,16 @@ fn load(name: &str) -> Scene {
     Scene::from_ron(&text).unwrap_or_else(|e| panic!("{name}: {e}"))
 }
 
+/// A fit stepped one step per schedule run (these tests look inside after single steps).
 fn fit(scene: &Scene) -> Fit {
-    Fit::new(scene, &scenes(), &FitOptions::default()).expect("fit starts")
+    let options = FitOptions {
+        settings: FitSettings {
+            steps_per_pass: 1,
+            ..FitSettings::default()
+        },
+        ..FitOptions::default()
+    };
+    Fit::new(scene, &scenes(), &options).expect("fit starts")
 }
 
 fn rel(a: f64, b: f64) -> f64 {

@@ -252,11 +252,34 @@ fn a_misnamed_init_key_and_a_nan_cell_are_located_errors() {
 fn profile_reports_every_stage_and_writes_a_trace() {
     let trace = tmp("trace.json");
     let t = trace.to_string_lossy().into_owned();
+    // As `ndvm fit` runs it: every step of a candidate in one task (the pipeline), its work
+    // still booked to each stage's row.
     let out = ndvm_ok(&[
         "profile",
         &scene("heat1d.scene.ron"),
         "--steps",
         "5",
+        "--json",
+    ]);
+    let v: Value = serde_json::from_slice(&out.stdout).expect("json");
+    for (i, stage) in [(3, "replay"), (4, "walk"), (6, "backward"), (7, "optimize")] {
+        assert_eq!(v["stages"][i]["stage"], stage);
+        assert!(
+            v["stages"][i]["total_s"].as_f64().is_some_and(|t| t > 0.0),
+            "{stage}"
+        );
+    }
+    assert_eq!(v["counters"]["walks"], 1);
+    assert_eq!(v["counters"]["replays"], 5);
+    assert_eq!(v["counters"]["steps"], 1);
+    // A step at a time, each stage its own system and span.
+    let out = ndvm_ok(&[
+        "profile",
+        &scene("heat1d.scene.ron"),
+        "--steps",
+        "5",
+        "--steps-per-pass",
+        "1",
         "--json",
         "--trace",
         &t,

@@ -101,6 +101,9 @@ pub struct SearchOptions {
     /// Default: the scene's `precision`, else f32 (the reference protocol's).
     pub precision: Option<Precision>,
     pub walk_every_step: bool,
+    /// Steps each calibration takes per parallel pass (default: [`FitSettings`]'s); the window
+    /// is refilled between passes, so results depend on it (never on the thread count).
+    pub steps_per_pass: Option<u32>,
     /// Where calibrations replay (default: the scene's `device`, else `Auto`, which keeps a
     /// search's narrow candidates on the CPU).
     pub device: Option<ndvm_components::scene::Device>,
@@ -290,6 +293,10 @@ impl Search {
                     (ndvm_components::limits::SEARCH_PAYLOAD / spec.window.max(1) as u64)
                         .min(ndvm_engine::Limits::default().payload_bytes),
                 ),
+                steps_per_pass: options
+                    .steps_per_pass
+                    .unwrap_or(FitSettings::default().steps_per_pass)
+                    .max(1),
             },
             engine: options.engine.clone(),
             precision: Some(precision),
@@ -420,8 +427,17 @@ impl Search {
             let mut lap = report::Lap::start();
             fit.admit(std::mem::take(&mut members));
             if self.inflight.is_empty() {
-                // Nothing to step: record and refill here (the proposers may be waiting for
-                // the results).
+                // Nothing to step. Calibrations of one length admitted together finish together,
+                // so this happens once per cohort: the freed slots are filled first, and what
+                // finished is recorded beside the next step, as after any other step.
+                if !finished.is_empty() {
+                    members = self.refill(&mut on_event);
+                    self.loop_times.refill_s += lap.next();
+                    if !members.is_empty() {
+                        continue;
+                    }
+                }
+                // No proposal without the results (or nothing to record): record, then ask.
                 self.record(std::mem::take(&mut finished), &mut on_event);
                 self.loop_times.record_s += lap.next();
                 members = self.refill(&mut on_event);

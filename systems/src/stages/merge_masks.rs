@@ -16,8 +16,10 @@
 //! ([`merge_candidate`]); its time is booked to this stage in the profile.
 
 use crate::loss::{self, LaneAxes};
-use bevy_ecs::prelude::*;
 use ndvm_components::prelude::*;
+
+/// A candidate's lane group as the merge and the optimizer read it: its lanes and outputs.
+pub(crate) type GroupView<'a> = (&'a LaneGroup, &'a GroupOutputs);
 
 /// Merges one candidate's groups into its [`LaneResults`]; a walk error fails or stops it
 /// (see the module docs) — stops it with `stopping`'s reason when the fit is stopping (the walk
@@ -25,14 +27,13 @@ use ndvm_components::prelude::*;
 /// candidate's optimizer step.
 pub(crate) fn merge_candidate(
     spec: &FitSpec,
-    ids: &Groups,
+    groups: &[GroupView<'_>],
     history: &History,
     status: &mut Status,
     results: &mut LaneResults,
-    groups: &Query<(&LaneGroup, &GroupOutputs)>,
     stopping: Option<&'static str>,
 ) {
-    let outputs = ids.0.iter().filter_map(|&g| groups.get(g).ok());
+    let outputs = groups.iter().copied();
     let trial = spec.optimizer.is_trial_based() && history.steps > 0;
     if let Some(e) = outputs.clone().find_map(|(_, o)| o.error.as_ref())
         && !trial

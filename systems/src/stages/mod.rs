@@ -5,7 +5,8 @@
 //!
 //! `replay` runs before `walk`: a group replays the tape its last walk recorded, and only the
 //! groups with no valid tape (first steps, lanes whose guards failed) walk. `gpu` is the same
-//! replay on a device, for the groups it takes.
+//! replay on a device, for the groups it takes. [`pipeline`] then takes each candidate a few
+//! steps further inside one parallel task (no barrier per step).
 
 pub mod backward;
 pub mod decode;
@@ -13,6 +14,7 @@ pub mod decode;
 pub mod gpu;
 pub mod merge_masks;
 pub mod optimize;
+pub mod pipeline;
 pub mod replay;
 pub mod schedule;
 pub mod walk;

@@ -18,13 +18,13 @@
 use crate::optim::trial::{self, LeastSquares, Verdict};
 use crate::profile::{Profile, Stage, StageTimer};
 use crate::resources::StopSignal;
-use crate::stages::merge_masks::merge_candidate;
+use crate::stages::merge_masks::{GroupView, merge_candidate};
 use bevy_ecs::prelude::*;
 use ndvm_components::prelude::*;
 use rayon::prelude::*;
 use std::time::{Duration, Instant};
 
-type Fitting<'a> = (
+type Active<'a> = (
     &'a FitSpec,
     &'a Groups,
     &'a mut LaneResults,
@@ -35,12 +35,12 @@ type Fitting<'a> = (
 );
 
 /// One candidate task in this many is timed (see [`optimize`]).
-const SAMPLE: usize = 8;
+pub(crate) const SAMPLE: usize = 8;
 
 pub fn optimize(
     mut profile: ResMut<Profile>,
     stop: Res<StopSignal>,
-    mut candidates: Query<Fitting<'static>>,
+    mut candidates: Query<Active<'static>>,
     groups: Query<(&LaneGroup, &GroupOutputs)>,
 ) {
     let timer = StageTimer::start(Stage::Optimize);
@@ -60,17 +60,17 @@ pub fn optimize(
         .enumerate()
         .map(
             |(i, (spec, ids, results, values, state, history, status))| {
-                let timed = (i + history.steps as usize).is_multiple_of(SAMPLE);
-                let start = timed.then(Instant::now);
-                merge_candidate(spec, ids, history, status, results, groups, stopping);
-                let merged = start.map(|s| s.elapsed());
-                if **status == Status::Active {
-                    step_candidate(spec, ids, results, values, state, history, status, groups);
-                }
-                match (start, merged) {
-                    (Some(s), Some(m)) => [s.elapsed() - m, m],
-                    _ => [Duration::ZERO; 2],
-                }
+                let views: Vec<GroupView<'_>> =
+                    ids.0.iter().filter_map(|&g| groups.get(g).ok()).collect();
+                let fitting = Fitting {
+                    spec,
+                    results,
+                    values,
+                    state,
+                    history,
+                    status,
+                };
+                merge_and_step(fitting, &views, stopping, i)
             },
         )
         .collect();
@@ -82,19 +82,53 @@ pub fn optimize(
     profile.stages[Stage::MergeMasks as usize].calls += 1;
 }
 
+/// What one candidate's merge and optimizer step read and move.
+pub(crate) struct Fitting<'a> {
+    pub spec: &'a FitSpec,
+    pub results: &'a mut LaneResults,
+    pub values: &'a mut ParamValues,
+    pub state: &'a mut OptimizerState,
+    pub history: &'a mut History,
+    pub status: &'a mut Status,
+}
+
+/// One candidate's merge ([`merge_candidate`]) and, if it is still active, its optimizer
+/// step, over its `groups` in lane order. Task `task` of a pass is timed when `task` plus the
+/// candidate's step count is a multiple of [`SAMPLE`]: the time of its own step and its
+/// merge's (zero when not timed). Shared by this stage and the pipelined steps
+/// (`stages::pipeline`).
+pub(crate) fn merge_and_step(
+    f: Fitting<'_>,
+    groups: &[GroupView<'_>],
+    stopping: Option<&'static str>,
+    task: usize,
+) -> [Duration; 2] {
+    let timed = (task + f.history.steps as usize).is_multiple_of(SAMPLE);
+    let start = timed.then(Instant::now);
+    merge_candidate(f.spec, groups, f.history, f.status, f.results, stopping);
+    let merged = start.map(|s| s.elapsed());
+    if *f.status == Status::Active {
+        step_candidate(
+            f.spec, groups, f.results, f.values, f.state, f.history, f.status,
+        );
+    }
+    match (start, merged) {
+        (Some(s), Some(m)) => [s.elapsed() - m, m],
+        _ => [Duration::ZERO; 2],
+    }
+}
+
 /// One candidate's optimizer step, after its merge (see the module docs).
-#[allow(clippy::too_many_arguments)]
 fn step_candidate(
     spec: &FitSpec,
-    ids: &Groups,
+    groups: &[GroupView<'_>],
     results: &LaneResults,
     values: &mut ParamValues,
     state: &mut OptimizerState,
     history: &mut History,
     status: &mut Status,
-    groups: &Query<(&LaneGroup, &GroupOutputs)>,
 ) {
-    let per_lane = gather(spec, ids, groups);
+    let per_lane = gather(spec, groups);
     let grads = reduce(spec, &per_lane, &results.weights);
     history.losses.push(results.loss.clone());
     history.evaluated.clone_from(&values.0);
@@ -111,14 +145,12 @@ fn step_candidate(
             .iter()
             .any(|&g| g != 0.0);
     }
-    for &g in &ids.0 {
-        if let Ok((_, out)) = groups.get(g) {
-            history.tape_nodes += out.tape_nodes;
-            if out.replayed {
-                history.replays += 1;
-            } else {
-                history.walks += 1;
-            }
+    for (_, out) in groups {
+        history.tape_nodes += out.tape_nodes;
+        if out.replayed {
+            history.replays += 1;
+        } else {
+            history.walks += 1;
         }
     }
     if spec.optimizer.is_trial_based() {
@@ -215,25 +247,17 @@ fn step_trials(
 
 /// `∂out/∂param` per lane, parameter-major in lane order (`p · lanes + lane`), whichever
 /// groups the lanes are in (unweighted: the Jacobian of the outputs for least squares).
-fn gather<'a>(
-    spec: &FitSpec,
-    ids: &Groups,
-    groups: &'a Query<(&LaneGroup, &GroupOutputs)>,
-) -> std::borrow::Cow<'a, [f64]> {
+fn gather<'a>(spec: &FitSpec, groups: &[GroupView<'a>]) -> std::borrow::Cow<'a, [f64]> {
     let (params, lanes) = (spec.params.len(), spec.lanes());
     // One group holding every lane: its gradients are already in lane order.
-    if let [g] = ids.0[..]
-        && let Ok((group, out)) = groups.get(g)
+    if let [(group, out)] = groups
         && group.lanes.len() == lanes
         && out.grads.len() == params * lanes
     {
         return std::borrow::Cow::Borrowed(&out.grads);
     }
     let mut per_lane = vec![0.0; params * lanes];
-    for &g in &ids.0 {
-        let Ok((group, out)) = groups.get(g) else {
-            continue;
-        };
+    for (group, out) in groups {
         let n = group.lanes.len();
         for p in 0..params {
             for (&lane, &x) in group.lanes.iter().zip(&out.grads[p * n..(p + 1) * n]) {

@@ -28,7 +28,7 @@
 //! [`Vm::replay`]: ndvm_engine::Vm::replay
 
 use crate::machine::Machine;
-use crate::profile::{Profile, Stage, StageTimer};
+use crate::profile::{Counters, Profile, Stage, StageTimer};
 use crate::resources::FitSettings;
 use crate::stages::backward::differentiate;
 use crate::stages::walk::update_params;
@@ -48,7 +48,7 @@ type Replaying<'a, R> = (
 );
 
 /// What happened to one group.
-enum Outcome {
+pub(crate) enum Outcome {
     /// No tape to replay (first step, an error, `walk_every_step`): the walk takes it.
     Walk,
     /// The tape could not be used; the group walks as a whole.
@@ -93,17 +93,14 @@ pub fn replay<R: Real>(
             let Ok((spec, values, compiled, ..)) = cands.get(group.candidate) else {
                 return (Outcome::Walk, [Duration::ZERO; 2]);
             };
-            if walk_every_step || !machine.vm.can_replay() {
+            if walk_every_step {
                 return (Outcome::Walk, [Duration::ZERO; 2]);
             }
-            let start = Instant::now();
-            let outcome = replay_group(group, machine, out, spec, values, compiled.0.program());
-            let replayed = start.elapsed();
-            if matches!(outcome, Outcome::Replayed { .. }) {
+            let done = replay_differentiate(group, machine, out, spec, values, compiled);
+            if matches!(done.0, Outcome::Replayed { .. }) {
                 **route = Route::Replay;
-                differentiate(group, machine, out, spec);
             }
-            (outcome, [replayed, start.elapsed() - replayed])
+            done
         })
         .collect();
     // Each replayed group's backward pass ran here, right after its replay (its values still in
@@ -112,10 +109,23 @@ pub fn replay<R: Real>(
     let [replay_time, backward_time] = outcomes
         .iter()
         .fold([Duration::ZERO; 2], |[r, b], o| [r + o.1[0], b + o.1[1]]);
-    let c = &mut profile.counters;
     for ((group, ..), (outcome, _)) in todo.iter().zip(outcomes) {
-        let failures = match outcome {
-            Outcome::Walk => continue,
+        if let Some(split) = outcome.count(group.lanes.len(), &mut profile.counters) {
+            let id = split_off::<R>(&mut commands, group.candidate, split);
+            if let Ok((.., mut ids)) = candidates.get_mut(group.candidate) {
+                ids.0.push(id);
+            }
+        }
+    }
+    profile.record_shared(timer, Stage::Backward, (replay_time, backward_time));
+}
+
+impl Outcome {
+    /// Adds the outcome to the counters (`lanes`: the group's lanes after the replay); returns
+    /// the lanes to split off into a new group, if any.
+    pub(crate) fn count(self, lanes: usize, c: &mut Counters) -> Option<Vec<usize>> {
+        let (failures, split) = match self {
+            Outcome::Walk => return None,
             Outcome::Rewalk {
                 stale,
                 failures,
@@ -123,21 +133,18 @@ pub fn replay<R: Real>(
             } => {
                 c.stale_tapes += u64::from(stale);
                 c.rewalked_lanes += failed as u64;
-                failures
+                (failures, None)
             }
             Outcome::Replayed { failures, split } => {
                 c.replays += 1;
                 c.backward_passes += 1;
-                c.replayed_lanes += group.lanes.len() as u64;
-                if !split.is_empty() {
+                c.replayed_lanes += lanes as u64;
+                let split = (!split.is_empty()).then(|| {
                     c.rewalked_lanes += split.len() as u64;
                     c.groups += 1;
-                    let id = split_off::<R>(&mut commands, group.candidate, split);
-                    if let Ok((.., mut ids)) = candidates.get_mut(group.candidate) {
-                        ids.0.push(id);
-                    }
-                }
-                failures
+                    split
+                });
+                (failures, split)
             }
         };
         for (kind, n) in failures {
@@ -146,8 +153,31 @@ pub fn replay<R: Real>(
                 GuardKind::Index => c.guard_failures.index += u64::from(n),
             }
         }
+        split
     }
-    profile.record_shared(timer, Stage::Backward, (replay_time, backward_time));
+}
+
+/// Replays one group's tape with its candidate's current parameters and, when that worked,
+/// runs its backward pass right after (its values still in cache); the outcome and the time
+/// each took. Shared by this stage and the pipelined steps (`stages::pipeline`).
+pub(crate) fn replay_differentiate<R: Real>(
+    group: &mut LaneGroup,
+    machine: &mut Machine<R>,
+    out: &mut GroupOutputs,
+    spec: &FitSpec,
+    values: &ParamValues,
+    compiled: &Compiled,
+) -> (Outcome, [Duration; 2]) {
+    if !machine.vm.can_replay() {
+        return (Outcome::Walk, [Duration::ZERO; 2]);
+    }
+    let start = Instant::now();
+    let outcome = replay_group(group, machine, out, spec, values, compiled.0.program());
+    let replayed = start.elapsed();
+    if matches!(outcome, Outcome::Replayed { .. }) {
+        differentiate(group, machine, out, spec);
+    }
+    (outcome, [replayed, start.elapsed() - replayed])
 }
 
 /// A new group for `lanes` of `candidate` (lanes whose guards failed), walked this step.

@@ -13,7 +13,7 @@
 //! so its numbers do not depend on the thread count.
 
 use crate::machine::{Machine, locate};
-use crate::profile::{Profile, Stage, StageTimer};
+use crate::profile::{Counters, Profile, Stage, StageTimer};
 use crate::resources::StopSignal;
 use crate::stages::backward::differentiate;
 use bevy_ecs::prelude::*;
@@ -44,41 +44,86 @@ pub fn walk<R: Real>(
     let payload = settings.payload_bytes;
     // Each group: whether it was walked and differentiated, its tape nodes, and the time its
     // walk and its backward pass took.
-    let done: Vec<([bool; 2], u64, [Duration; 2])> = todo
+    let done: Vec<Walked> = todo
         .par_iter_mut()
         .map(|(group, _, machine, out)| {
             let Ok((cand, spec, values, compiled, _)) = candidates.get(group.candidate) else {
-                return ([false; 2], 0, [Duration::ZERO; 2]);
+                return Walked::default();
             };
-            let start = Instant::now();
-            machine.bindings = bind(&group.lanes, spec, values);
-            machine.walked.clone_from(&group.lanes);
-            machine.walks += 1;
-            machine.vm.stop.clone_from(&stop.0);
-            if let Some(bytes) = payload {
-                machine.vm.limits.payload_bytes = bytes;
-            }
-            walk_group(machine, out, &compiled.0, &cand.source, group.lanes.len());
-            let walked = start.elapsed();
-            // The backward pass right after the walk, as after a replay: one parallel pass.
-            let ran = machine.result.is_some();
-            differentiate(group, machine, out, spec);
-            (
-                [true, ran],
-                out.tape_nodes,
-                [walked, start.elapsed() - walked],
-            )
+            let inputs = Inputs {
+                spec,
+                values,
+                exe: &compiled.0,
+                src: &cand.source,
+            };
+            walk_differentiate(group, machine, out, &inputs, &stop.0, payload)
         })
         .collect();
     let mut times = [Duration::ZERO; 2];
-    for ([walked, differentiated], nodes, [w, b]) in done {
-        profile.counters.walks += u64::from(walked);
-        profile.counters.backward_passes += u64::from(differentiated);
-        profile.counters.tape_nodes += nodes;
-        times = [times[0] + w, times[1] + b];
+    for w in done {
+        w.count(&mut profile.counters);
+        times = [times[0] + w.times[0], times[1] + w.times[1]];
     }
-    profile.counters.lanes += todo.iter().map(|(g, ..)| g.lanes.len() as u64).sum::<u64>();
     profile.record_shared(timer, Stage::Backward, (times[0], times[1]));
+}
+
+/// What a group's walk needs of its candidate.
+pub(crate) struct Inputs<'a> {
+    pub spec: &'a FitSpec,
+    pub values: &'a ParamValues,
+    pub exe: &'a Executable,
+    pub src: &'a str,
+}
+
+/// One group's walk and backward pass: whether each ran, the tape nodes, the lanes walked, and
+/// the time each took.
+#[derive(Debug, Default)]
+pub(crate) struct Walked {
+    pub ran: [bool; 2],
+    pub tape_nodes: u64,
+    pub lanes: u64,
+    pub times: [Duration; 2],
+}
+
+impl Walked {
+    pub fn count(&self, c: &mut Counters) {
+        c.walks += u64::from(self.ran[0]);
+        c.backward_passes += u64::from(self.ran[1]);
+        c.tape_nodes += self.tape_nodes;
+        c.lanes += self.lanes;
+    }
+}
+
+/// Walks one group with its candidate's current parameters and runs its backward pass right
+/// after, while its values are still in cache (one parallel task for both). Shared by this
+/// stage and the pipelined steps (`stages::pipeline`).
+pub(crate) fn walk_differentiate<R: Real>(
+    group: &LaneGroup,
+    machine: &mut Machine<R>,
+    out: &mut GroupOutputs,
+    inputs: &Inputs<'_>,
+    stop: &Stop,
+    payload: Option<u64>,
+) -> Walked {
+    let start = Instant::now();
+    machine.bindings = bind(&group.lanes, inputs.spec, inputs.values);
+    machine.walked.clone_from(&group.lanes);
+    machine.walks += 1;
+    machine.vm.stop.clone_from(stop);
+    if let Some(bytes) = payload {
+        machine.vm.limits.payload_bytes = bytes;
+    }
+    let lanes = group.lanes.len();
+    walk_group(machine, out, inputs.exe, inputs.src, lanes);
+    let walked = start.elapsed();
+    let ran = machine.result.is_some();
+    differentiate(group, machine, out, inputs.spec);
+    Walked {
+        ran: [true, ran],
+        tape_nodes: out.tape_nodes,
+        lanes: lanes as u64,
+        times: [walked, start.elapsed() - walked],
+    }
 }
 
 /// Rewrites the parameter values of `bindings` (made by [`bind`] for `lanes`) in place.

@@ -50,6 +50,10 @@ pub struct FitArgs {
     /// reference behaviour: the same results, more time).
     #[arg(long)]
     walk_every_step: bool,
+    /// Steps each candidate takes per parallel pass (default 16; 1 steps the whole fit through
+    /// the stages one step at a time). Results are the same for every value (docs/performance.md).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    steps_per_pass: Option<u32>,
     /// Where replayed tapes run (default: the scene's `device`, else auto; docs/gpu.md).
     #[arg(long, value_enum, value_name = "cpu|gpu|auto")]
     device: Option<crate::device::DeviceArg>,
@@ -72,6 +76,10 @@ pub struct ProfileArgs {
     /// Walk every candidate on every step (to compare with replaying tapes).
     #[arg(long)]
     walk_every_step: bool,
+    /// Steps each candidate takes per parallel pass (default 16, as `ndvm fit`; 1 runs every
+    /// stage of every step as its own system, each a span of the trace: docs/profiling.md).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    steps_per_pass: Option<u32>,
     /// Where replayed tapes run (default: the scene's `device`, else auto; docs/gpu.md).
     #[arg(long, value_enum, value_name = "cpu|gpu|auto")]
     device: Option<crate::device::DeviceArg>,
@@ -85,7 +93,7 @@ pub fn fit(args: FitArgs) -> Result<(), Failure> {
         threads: args.threads,
         steps: args.steps,
         interrupted: Some(interrupted.clone()),
-        settings: settings(args.walk_every_step, args.device),
+        settings: settings(args.walk_every_step, args.device, args.steps_per_pass),
         ..FitOptions::default()
     };
     let results = match args
@@ -180,7 +188,7 @@ pub fn profile(args: ProfileArgs) -> Result<(), Failure> {
         threads: args.threads,
         steps: args.steps,
         interrupted: Some(interrupt_flag()),
-        settings: settings(args.walk_every_step, args.device),
+        settings: settings(args.walk_every_step, args.device, args.steps_per_pass),
         ..FitOptions::default()
     };
     let mut fit = start(&scene, &base, &options, &args.scene)?;
@@ -268,11 +276,17 @@ fn same_file(a: &Path, b: &Path) -> bool {
     a == b || resolve(a).is_some_and(|x| Some(x) == resolve(b))
 }
 
-/// The default lane layout, with replay switched off on request.
-fn settings(walk_every_step: bool, device: Option<crate::device::DeviceArg>) -> FitSettings {
+/// The default lane layout, with replay switched off or the steps per pass set on request.
+fn settings(
+    walk_every_step: bool,
+    device: Option<crate::device::DeviceArg>,
+    steps_per_pass: Option<u32>,
+) -> FitSettings {
+    let default = FitSettings::default();
     FitSettings {
         walk_every_step,
         device: device.map(Into::into),
-        ..FitSettings::default()
+        steps_per_pass: steps_per_pass.unwrap_or(default.steps_per_pass),
+        ..default
     }
 }

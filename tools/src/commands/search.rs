@@ -59,6 +59,10 @@ pub struct SearchArgs {
     /// Walk every step instead of replaying tapes (the same results, more time).
     #[arg(long)]
     walk_every_step: bool,
+    /// Steps each calibration takes per parallel pass (default 16; finished calibrations are
+    /// replaced between passes, so results depend on it, never on `--threads`).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    steps_per_pass: Option<u32>,
     /// Where calibrations replay (default: the scene's `device`, else auto; docs/gpu.md).
     #[arg(long, value_enum, value_name = "cpu|gpu|auto")]
     device: Option<crate::device::DeviceArg>,
@@ -104,6 +108,7 @@ pub fn search(args: SearchArgs) -> Result<(), Failure> {
         interrupted: Some(interrupted.clone()),
         precision,
         walk_every_step: args.walk_every_step,
+        steps_per_pass: args.steps_per_pass,
         device: args.device.map(Into::into),
         ..SearchOptions::default()
     };

@@ -1,0 +1,344 @@
+//! Pipeline: each candidate's next steps in one task, with no barrier between them.
+//!
+//! Stepping through the stages costs two parallel passes over the whole window per step (the
+//! groups' replays and walks, then the candidates' merges and optimizer steps), each ending in
+//! a barrier, plus the schedule's and the caller's work between steps. A search's steps are
+//! small — ~60 candidates of a few microseconds each — so these fixed costs, paid every step
+//! whatever the work, kept it from scaling across cores (docs/performance.md).
+//!
+//! With [`FitSettings::steps_per_pass`] above 1 this stage does the replay, walk, backward,
+//! merge-masks and optimize stages' work itself (those systems stand aside, [`stepwise`]): one
+//! parallel task per active candidate takes it `steps_per_pass` steps, each replaying (or
+//! walking) its groups, differentiating them, merging them and moving its parameters with the
+//! stages' own functions (`replay_differentiate`, `walk_differentiate`, `merge_and_step`), on
+//! one core while its tape and bindings are in that core's cache. Lanes whose guards fail are
+//! split off into a new group inside the task and walked at once, as the walk stage would; new
+//! groups become entities when the pass ends. A candidate leaves the pass when it finishes,
+//! fails or stops, or when the stop signal fires. The profile shares the pass's wall time among
+//! the five stages in the proportion their work took.
+//!
+//! A candidate's numbers depend only on its own steps, so a fit's results are the same for any
+//! `steps_per_pass` and any thread count. What moves is when a finished candidate's slot is
+//! refilled (between passes): a search's admissions, and so its proposals, depend on
+//! `steps_per_pass` — never on the thread count. The GPU stage, plugin hooks (which expect to
+//! see every step) and `walk_every_step` keep the fit stepwise ([`crate::fit::Fit`]).
+
+use crate::machine::Machine;
+use crate::profile::{Counters, Profile, Stage};
+use crate::resources::{FitSettings, StopSignal};
+use crate::stages::merge_masks::GroupView;
+use crate::stages::optimize::{Fitting, SAMPLE, merge_and_step};
+use crate::stages::replay::{Outcome, replay_differentiate};
+use crate::stages::walk::{Inputs, walk_differentiate};
+use bevy_ecs::prelude::*;
+use ndvm_components::prelude::*;
+use ndvm_engine::Real;
+use rayon::prelude::*;
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+type Active<'a> = (
+    Entity,
+    &'a Candidate,
+    &'a FitSpec,
+    &'a Compiled,
+    &'a mut Groups,
+    &'a mut LaneResults,
+    &'a mut ParamValues,
+    &'a mut OptimizerState,
+    &'a mut History,
+    &'a mut Status,
+);
+
+type GroupParts<'a, R> = (
+    Entity,
+    &'a mut LaneGroup,
+    &'a mut Machine<R>,
+    &'a mut GroupOutputs,
+);
+
+/// One of a candidate's groups in its task: an entity's components, or a group split off
+/// inside the task (spawned when the pass ends).
+enum Slot<'a, R: Real> {
+    Entity {
+        group: Mut<'a, LaneGroup>,
+        machine: Mut<'a, Machine<R>>,
+        out: Mut<'a, GroupOutputs>,
+    },
+    Born(Box<(LaneGroup, Machine<R>, GroupOutputs)>),
+}
+
+impl<R: Real> Slot<'_, R> {
+    fn parts(&mut self) -> (&mut LaneGroup, &mut Machine<R>, &mut GroupOutputs) {
+        match self {
+            Slot::Entity {
+                group,
+                machine,
+                out,
+            } => (group.as_mut(), machine.as_mut(), out.as_mut()),
+            Slot::Born(b) => (&mut b.0, &mut b.1, &mut b.2),
+        }
+    }
+
+    fn view(&self) -> GroupView<'_> {
+        match self {
+            Slot::Entity { group, out, .. } => (group, out),
+            Slot::Born(b) => (&b.0, &b.2),
+        }
+    }
+}
+
+/// Whether the fit runs a step at a time through the stages (the pipeline is off: see the
+/// module docs); a run condition of the stage systems.
+pub fn stepwise(settings: Res<FitSettings>) -> bool {
+    settings.steps_per_pass <= 1 || settings.walk_every_step
+}
+
+/// What the pass shares with every task.
+struct Shared<'a> {
+    steps: u32,
+    stop: &'a ndvm_engine::Stop,
+    payload: Option<u64>,
+}
+
+/// What one task did: its counters and the time each stage's work took.
+#[derive(Default)]
+struct Done {
+    counters: Counters,
+    /// Replay, walk, backward, merge, optimize.
+    times: [Duration; 5],
+}
+
+pub fn pipeline<R: Real>(
+    mut commands: Commands,
+    settings: Res<FitSettings>,
+    stop: Res<StopSignal>,
+    mut profile: ResMut<Profile>,
+    mut candidates: Query<Active<'static>>,
+    mut groups: Query<GroupParts<'static, R>>,
+) {
+    let span = tracing::info_span!("pipeline").entered();
+    let start = Instant::now();
+    let mut todo: Vec<_> = candidates
+        .iter_mut()
+        .filter(|c| *c.9 == Status::Active)
+        .collect();
+    if todo.is_empty() {
+        return;
+    }
+    // Each candidate's groups, in the order of its `Groups`.
+    let at: HashMap<Entity, usize> = todo.iter().enumerate().map(|(i, c)| (c.0, i)).collect();
+    let mut slots: Vec<Vec<(usize, Slot<'_, R>)>> = todo.iter().map(|_| Vec::new()).collect();
+    for (entity, group, machine, out) in groups.iter_mut() {
+        let Some(&i) = at.get(&group.candidate) else {
+            continue;
+        };
+        let Some(rank) = todo[i].4.0.iter().position(|&g| g == entity) else {
+            continue;
+        };
+        slots[i].push((
+            rank,
+            Slot::Entity {
+                group,
+                machine,
+                out,
+            },
+        ));
+    }
+    let shared = Shared {
+        steps: settings.steps_per_pass,
+        stop: &stop.0,
+        payload: settings.payload_bytes,
+    };
+    let mut tasks: Vec<_> = todo
+        .iter_mut()
+        .zip(slots)
+        .map(|(c, mut s)| {
+            s.sort_unstable_by_key(|(rank, _)| *rank);
+            (c, s.into_iter().map(|(_, slot)| slot).collect::<Vec<_>>())
+        })
+        .collect();
+    // The costliest tasks first, so the pass does not end waiting for one large candidate
+    // started last: a candidate costs about its last step's tape nodes times its lanes, and
+    // one not walked yet goes first (a walk costs more than a replay).
+    tasks.sort_by_cached_key(|(_, slots)| std::cmp::Reverse(cost(slots)));
+    let done: Vec<Done> = tasks
+        .par_iter_mut()
+        .enumerate()
+        .map(|(i, (c, slots))| {
+            let (_, cand, spec, compiled, _, results, values, state, history, status) = c;
+            let task = Task {
+                source: &cand.source,
+                spec,
+                compiled,
+                fitting: Fitting {
+                    spec,
+                    results,
+                    values,
+                    state,
+                    history,
+                    status,
+                },
+            };
+            advance(task, slots, &shared, i)
+        })
+        .collect();
+    // The groups split off inside the tasks join their candidates.
+    for (c, slots) in &mut tasks {
+        for slot in slots.drain(..) {
+            if let Slot::Born(b) = slot {
+                let (group, machine, out) = *b;
+                let id = commands.spawn((group, Route::Walk, out, machine)).id();
+                c.4.0.push(id);
+            }
+        }
+    }
+    let mut all = Done::default();
+    for d in &done {
+        all.add(d);
+    }
+    profile.counters += all.counters;
+    let stages = [
+        Stage::Replay,
+        Stage::Walk,
+        Stage::Backward,
+        Stage::MergeMasks,
+        Stage::Optimize,
+    ];
+    profile.record_parts(start.elapsed(), &stages, &all.times);
+    drop(span);
+}
+
+/// One candidate in its task.
+struct Task<'a> {
+    source: &'a str,
+    spec: &'a FitSpec,
+    compiled: &'a Compiled,
+    fitting: Fitting<'a>,
+}
+
+/// Up to `shared.steps` steps of one candidate (see the module docs).
+fn advance<R: Real>(
+    task: Task<'_>,
+    slots: &mut Vec<Slot<'_, R>>,
+    shared: &Shared<'_>,
+    index: usize,
+) -> Done {
+    let Task {
+        source,
+        spec,
+        compiled,
+        fitting: f,
+    } = task;
+    let mut done = Done::default();
+    for _ in 0..shared.steps {
+        if *f.status != Status::Active || shared.stop.requested() {
+            break;
+        }
+        let inputs = Inputs {
+            spec,
+            values: f.values,
+            exe: &compiled.0,
+            src: source,
+        };
+        // A wide candidate's groups spread over the cores, as in the stages.
+        let one = |slot: &mut Slot<'_, R>| {
+            let (group, machine, out) = slot.parts();
+            let mut d = Done::default();
+            let split = evaluate(group, machine, out, &inputs, compiled, shared, &mut d);
+            let split = split.map(|lanes| LaneGroup {
+                candidate: group.candidate,
+                lanes,
+            });
+            (split, d)
+        };
+        let evaluated: Vec<_> = if slots.len() > 1 {
+            slots.par_iter_mut().map(one).collect()
+        } else {
+            slots.iter_mut().map(one).collect()
+        };
+        let mut splits = Vec::new();
+        for (split, d) in evaluated {
+            done.add(&d);
+            splits.extend(split);
+        }
+        for group in splits {
+            let mut born = Box::new((group, Machine::<R>::default(), GroupOutputs::default()));
+            let (group, machine, out) = (&born.0, &mut born.1, &mut born.2);
+            let walked =
+                walk_differentiate(group, machine, out, &inputs, shared.stop, shared.payload);
+            walked.count(&mut done.counters);
+            add(&mut done.times, [1, 2], walked.times);
+            slots.push(Slot::Born(born));
+        }
+        let views: Vec<GroupView<'_>> = slots.iter().map(Slot::view).collect();
+        let fitting = Fitting {
+            spec,
+            results: &mut *f.results,
+            values: &mut *f.values,
+            state: &mut *f.state,
+            history: &mut *f.history,
+            status: &mut *f.status,
+        };
+        let stopping = shared.stop.reason();
+        // One step in `SAMPLE` is timed: scaled up to stand for all of them.
+        let [own, merge] = merge_and_step(fitting, &views, stopping, index);
+        add(
+            &mut done.times,
+            [4, 3],
+            [own, merge].map(|t| t * SAMPLE as u32),
+        );
+    }
+    done
+}
+
+/// One group's step: its replay, or its walk where the replay cannot serve, and its backward
+/// pass; the lanes to split off into a new group, if any.
+fn evaluate<R: Real>(
+    group: &mut LaneGroup,
+    machine: &mut Machine<R>,
+    out: &mut GroupOutputs,
+    inputs: &Inputs<'_>,
+    compiled: &Compiled,
+    shared: &Shared<'_>,
+    done: &mut Done,
+) -> Option<Vec<usize>> {
+    let (outcome, times) =
+        replay_differentiate(group, machine, out, inputs.spec, inputs.values, compiled);
+    add(&mut done.times, [0, 2], times);
+    let replayed = matches!(outcome, Outcome::Replayed { .. });
+    let split = outcome.count(group.lanes.len(), &mut done.counters);
+    if replayed {
+        return split;
+    }
+    let walked = walk_differentiate(group, machine, out, inputs, shared.stop, shared.payload);
+    walked.count(&mut done.counters);
+    add(&mut done.times, [1, 2], walked.times);
+    None
+}
+
+/// A candidate's expected cost per step, from its groups' last step (see [`pipeline`]).
+fn cost<R: Real>(slots: &[Slot<'_, R>]) -> u64 {
+    slots
+        .iter()
+        .map(|s| match s.view() {
+            (_, out) if out.tape_nodes == 0 => u64::MAX / 1024,
+            (group, out) => out.tape_nodes.saturating_mul(group.lanes.len() as u64),
+        })
+        .fold(0, u64::saturating_add)
+}
+
+impl Done {
+    fn add(&mut self, o: &Done) {
+        self.counters += o.counters;
+        for (t, d) in self.times.iter_mut().zip(o.times) {
+            *t += d;
+        }
+    }
+}
+
+/// Adds `[a, b]` to the times at indices `at`.
+fn add(times: &mut [Duration; 5], at: [usize; 2], [a, b]: [Duration; 2]) {
+    times[at[0]] += a;
+    times[at[1]] += b;
+}
