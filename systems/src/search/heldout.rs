@@ -11,12 +11,13 @@ use crate::stages::walk::bind;
 use ndvm_components::prelude::*;
 use ndvm_components::scene::Precision;
 use ndvm_engine::prelude::*;
+use rayon::prelude::*;
 use std::sync::Arc;
 
 /// Decoded programs kept before the cache is cleared.
 const CACHE_LIMIT: usize = 4096;
 
-/// The held-out points of a search's data and an evaluator for them.
+/// The held-out points of a search's data, evaluated for many candidates at once.
 #[derive(Debug)]
 pub struct HeldOut {
     /// The held-out points alone (`None` without any).
@@ -24,13 +25,31 @@ pub struct HeldOut {
     shared: Arc<SharedInputs>,
     programs: ProgramCache,
     primitives: Registry,
-    vm: Evaluator,
+    precision: Precision,
+}
+
+/// One evaluation: a candidate's source, its parameter names and each draw's final constants
+/// (`finals[draw][param]`).
+#[derive(Debug)]
+pub struct Job<'a> {
+    pub src: &'a str,
+    pub params: &'a [String],
+    pub finals: Vec<Vec<f64>>,
 }
 
 #[derive(Debug)]
 enum Evaluator {
     F32(Vm<f32>),
     F64(Vm<f64>),
+}
+
+impl Evaluator {
+    fn new(precision: Precision) -> Evaluator {
+        match precision {
+            Precision::F32 => Evaluator::F32(Vm::default()),
+            Precision::F64 => Evaluator::F64(Vm::default()),
+        }
+    }
 }
 
 /// Splits `data` into its training points (what candidates are fitted to) and an evaluator of
@@ -65,25 +84,41 @@ pub fn split(
         ),
         other => (other.cloned(), None),
     };
-    let vm = match precision {
-        Precision::F32 => Evaluator::F32(Vm::default()),
-        Precision::F64 => Evaluator::F64(Vm::default()),
-    };
     let held = HeldOut {
         data: held,
         shared,
         programs: ProgramCache::default(),
         primitives,
-        vm,
+        precision,
     };
     (train, held)
 }
 
 impl HeldOut {
-    /// The held-out R² of each draw of `src` (parameters `params`) at its final constants
-    /// (`finals[draw][param]`); `None` for a draw whose evaluation fails or without held-out
-    /// data.
-    pub fn r2(&mut self, src: &str, params: &[String], finals: &[Vec<f64>]) -> Vec<Option<f64>> {
+    /// The held-out R² of each draw of each job at its final constants; `None` for a draw whose
+    /// evaluation fails or without held-out data. The jobs run in parallel (rayon), each walk
+    /// sequential: the figures do not depend on the thread count.
+    pub fn r2_all(&mut self, jobs: &[Job<'_>]) -> Vec<Vec<Option<f64>>> {
+        if self.programs.len() > CACHE_LIMIT {
+            self.programs = ProgramCache::default();
+        }
+        let this = &*self;
+        jobs.par_iter()
+            .map_init(
+                || Evaluator::new(this.precision),
+                |vm, j| this.r2(vm, j.src, j.params, &j.finals),
+            )
+            .collect()
+    }
+
+    /// One job of [`HeldOut::r2_all`], on the evaluator `vm`.
+    fn r2(
+        &self,
+        vm: &mut Evaluator,
+        src: &str,
+        params: &[String],
+        finals: &[Vec<f64>],
+    ) -> Vec<Option<f64>> {
         let none = vec![None; finals.len()];
         let Some(data) = self.data.clone() else {
             return none;
@@ -102,9 +137,6 @@ impl HeldOut {
         };
         let names = spec.input_names();
         let names: Vec<&str> = names.iter().map(String::as_str).collect();
-        if self.programs.len() > CACHE_LIMIT {
-            self.programs = ProgramCache::default();
-        }
         let Ok(program) = self.programs.get_with(src, &names, &self.primitives) else {
             return none;
         };
@@ -116,7 +148,7 @@ impl HeldOut {
         }
         let values = ParamValues(values);
         let lanes: Vec<usize> = (0..spec.lanes()).collect();
-        let out = match &mut self.vm {
+        let out = match vm {
             Evaluator::F32(vm) => outputs(vm, &program, &bind(&lanes, &spec, &values)),
             Evaluator::F64(vm) => outputs(vm, &program, &bind(&lanes, &spec, &values)),
         };

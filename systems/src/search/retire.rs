@@ -5,6 +5,7 @@
 //! them (tally, frontier, per-proposer counts), passes them to the caller and shows them to
 //! every proposer still in the search.
 
+use super::heldout::Job;
 use super::{Event, Inflight, Notes, Record, Search};
 use ndvm_components::scene::search::Success;
 
@@ -62,21 +63,33 @@ impl Search {
         done: Vec<(crate::report::CandidateResult, Inflight)>,
         on_event: &mut impl FnMut(Event<'_>),
     ) {
+        // Every finished candidate's held-out R² first, in parallel (beside the fit's pass).
+        let start = std::time::Instant::now();
+        let jobs: Vec<Job<'_>> = done
+            .iter()
+            .filter(|(c, _)| matches!(c.status, "done" | "converged" | "stopped"))
+            .map(|(c, flight)| {
+                let names = &flight.proposal.params;
+                Job {
+                    src: &flight.proposal.src,
+                    params: names,
+                    finals: c
+                        .restarts
+                        .iter()
+                        .map(|r| names.iter().map(|n| r.params[n]).collect())
+                        .collect(),
+                }
+            })
+            .collect();
+        let mut r2s = self.held.r2_all(&jobs).into_iter();
+        drop(jobs);
+        self.loop_times.held_out_s += start.elapsed().as_secs_f64();
         let mut records = Vec::new();
         for (c, flight) in done {
             let index = c.index as u64;
             self.slots[flight.proposer].tally.candidates += 1;
             let r2 = if matches!(c.status, "done" | "converged" | "stopped") {
-                let names = &flight.proposal.params;
-                let finals: Vec<Vec<f64>> = c
-                    .restarts
-                    .iter()
-                    .map(|r| names.iter().map(|n| r.params[n]).collect())
-                    .collect();
-                let start = std::time::Instant::now();
-                let r2 = self.held.r2(&flight.proposal.src, names, &finals);
-                self.loop_times.held_out_s += start.elapsed().as_secs_f64();
-                r2
+                r2s.next().unwrap_or_else(|| vec![None; c.restarts.len()])
             } else {
                 vec![None; c.restarts.len()]
             };

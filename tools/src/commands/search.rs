@@ -15,11 +15,13 @@ use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use ndvm_components::scene::Precision;
 use ndvm_systems::search::log::LogWriter;
-use ndvm_systems::search::{Event, Search, SearchOptions, SearchReport};
+use ndvm_systems::search::{Event, Record, Search, SearchOptions, SearchReport};
 use std::fs::File;
 use std::io::BufWriter;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
+use std::sync::mpsc::{SyncSender, sync_channel};
+use std::thread::JoinHandle;
 
 #[derive(Args, Debug)]
 pub struct SearchArgs {
@@ -99,7 +101,7 @@ pub fn search(args: SearchArgs) -> Result<(), Failure> {
         .or(spec.out.as_ref().map(PathBuf::from))
         .unwrap_or_else(|| default_out(&args.scene));
     // Open the log before any work, so a long search cannot end with nowhere to go.
-    let mut log = open_log(&out)?;
+    let log = open_log(&out)?;
     let interrupted = interrupt_flag();
     let options = SearchOptions {
         threads: args.threads,
@@ -117,15 +119,13 @@ pub fn search(args: SearchArgs) -> Result<(), Failure> {
         Failure::Program
     })?;
     let bar = status_line(&search);
-    let mut log_error = None;
+    // A writer thread pays where the search has cores to spare; on two it only takes turns.
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let workers = args.threads.or(scene.threads).filter(|&t| t > 0);
+    let workers = workers.unwrap_or(cores);
+    let mut log = Logger::new(log, workers >= 4);
     let report = search.run(|event| match event {
-        Event::Calibrated(record, elapsed_s) => {
-            if log_error.is_none()
-                && let Err(e) = log.write(record, elapsed_s)
-            {
-                log_error = Some(e.to_string());
-            }
-        }
+        Event::Calibrated(record, elapsed_s) => log.write(record, elapsed_s),
         Event::Progress(p) => {
             if let Some(n) = p.max_calibrations {
                 bar.set_position(p.calibrations.min(n));
@@ -151,11 +151,8 @@ pub fn search(args: SearchArgs) -> Result<(), Failure> {
         Event::Warning(w) => bar.suspend(|| say!("warning: {w}")),
     });
     bar.finish_and_clear();
-    if let Err(e) = log.flush() {
-        log_error.get_or_insert(e.to_string());
-    }
     let mut failed_write = false;
-    if let Some(e) = log_error {
+    if let Err(e) = log.finish() {
         say!("error: could not write the calibration log: {e}");
         failed_write = true;
     }
@@ -193,6 +190,65 @@ pub fn search(args: SearchArgs) -> Result<(), Failure> {
 /// The streamed log: `calibrations.jsonl`, and `programs.jsonl` with each program's source
 /// once, written before the first calibration that names it (`ndvm_systems::search::log`).
 type Log = LogWriter<BufWriter<File>>;
+
+/// The calibration log, written as the search goes: inline, or on a thread of its own when the
+/// search has four workers or more — the search then hands each record over and goes on, since
+/// on many cores the JSON lines would cost its loop more than its own work per calibration. The
+/// bytes are the same either way; the first write error stops the log and is reported at the
+/// end.
+enum Logger {
+    Inline(Log, Option<std::io::Error>),
+    Thread {
+        tx: SyncSender<(Record, f64)>,
+        writer: JoinHandle<std::io::Result<()>>,
+    },
+}
+
+impl Logger {
+    fn new(mut log: Log, threaded: bool) -> Logger {
+        if !threaded {
+            return Logger::Inline(log, None);
+        }
+        let (tx, rx) = sync_channel::<(Record, f64)>(4096);
+        let writer = std::thread::spawn(move || {
+            for (record, elapsed_s) in rx {
+                log.write(&record, elapsed_s)?;
+            }
+            log.flush()
+        });
+        Logger::Thread { tx, writer }
+    }
+
+    fn write(&mut self, record: &Record, elapsed_s: f64) {
+        match self {
+            Logger::Inline(log, error @ None) => {
+                if let Err(e) = log.write(record, elapsed_s) {
+                    *error = Some(e);
+                }
+            }
+            Logger::Inline(..) => {}
+            // Nothing is sent once the writer has stopped on an error.
+            Logger::Thread { tx, .. } => {
+                let _ = tx.send((record.clone(), elapsed_s));
+            }
+        }
+    }
+
+    /// Every record written and flushed, or the first error.
+    fn finish(self) -> Result<(), String> {
+        match self {
+            Logger::Inline(_, Some(e)) => Err(e.to_string()),
+            Logger::Inline(mut log, None) => log.flush().map_err(|e| e.to_string()),
+            Logger::Thread { tx, writer } => {
+                drop(tx);
+                match writer.join() {
+                    Ok(done) => done.map_err(|e| e.to_string()),
+                    Err(_) => Err("the log writer stopped".into()),
+                }
+            }
+        }
+    }
+}
 
 fn open_log(dir: &Path) -> Result<Log, Failure> {
     create_folder(dir)?;
