@@ -21,12 +21,16 @@ pub struct FitSettings {
     /// The numeric payload one candidate's walk may allocate (default: the engine's limit). A
     /// search shares a bound among its window ([`ndvm_components::limits::SEARCH_PAYLOAD`]).
     pub payload_bytes: Option<u64>,
-    /// Steps each active candidate takes per schedule run: the stages' step, then
-    /// `steps_per_pass − 1` more inside one parallel task per candidate, with no barrier
-    /// between them (`stages::pipeline`). A fit's results are the same for every value; a
-    /// search's admissions happen between runs, so its results depend on it (never on the
-    /// thread count). 1 turns the pipeline off.
+    /// Steps each active candidate takes per schedule run, inside one parallel task per
+    /// candidate with no barrier between them (`stages::pipeline`). A fit's results are the
+    /// same for every value; a search's admissions happen between runs, so its results depend
+    /// on it (never on the thread count). 1 steps the population through the stages.
     pub steps_per_pass: u32,
+    /// A pass's wall-clock length after which its candidates take no further step until the
+    /// next pass (so progress is reported and slots refilled at least this often on heavy
+    /// fits). A fit's results do not depend on it; a search must not set it (its admissions
+    /// would then depend on time).
+    pub pass_millis: Option<u32>,
 }
 
 impl Default for FitSettings {
@@ -38,6 +42,7 @@ impl Default for FitSettings {
             device: None,
             payload_bytes: None,
             steps_per_pass: 16,
+            pass_millis: Some(250),
         }
     }
 }

@@ -71,22 +71,26 @@ fn results_do_not_depend_on_the_steps_per_pass() {
     scenes.push(decay_scene("LevenbergMarquardt", 30, 1.5, -0.2));
     scenes.push(decay_scene("Lbfgs()", 30, 1.5, -0.2));
     for scene in scenes {
-        let passes = |steps_per_pass, threads| FitOptions {
+        let passes = |steps_per_pass, pass_millis, threads| FitOptions {
             threads: Some(threads),
             settings: FitSettings {
                 steps_per_pass,
+                pass_millis,
                 ..FitSettings::default()
             },
             ..FitOptions::default()
         };
-        let stepwise = results(&scene, &passes(1, 1));
+        let stepwise = results(&scene, &passes(1, None, 1));
         assert!(stepwise.contains("\"loss\""), "{stepwise}");
-        for (k, t) in [(3, 1), (16, 2), (1000, 2)] {
-            assert_eq!(
-                stepwise,
-                results(&scene, &passes(k, t)),
-                "{k} steps per pass"
-            );
+        // Passes cut by time (a millisecond: after the first step of each) change nothing.
+        for (k, ms, t) in [
+            (3, None, 1),
+            (16, None, 2),
+            (1000, None, 2),
+            (1000, Some(1), 2),
+        ] {
+            let piped = results(&scene, &passes(k, ms, t));
+            assert_eq!(stepwise, piped, "{k} steps per pass, {ms:?} ms");
         }
     }
 }

@@ -34,6 +34,8 @@ fn trajectory(
         settings: FitSettings {
             walk_every_step,
             steps_per_pass,
+            // Exactly `steps_per_pass` steps each pass, however long it takes.
+            pass_millis: None,
             ..FitSettings::default()
         },
         ..FitOptions::default()

@@ -271,7 +271,11 @@ fn profile_reports_every_stage_and_writes_a_trace() {
     }
     assert_eq!(v["counters"]["walks"], 1);
     assert_eq!(v["counters"]["replays"], 5);
-    assert_eq!(v["counters"]["steps"], 1);
+    // Six evaluations in fewer schedule runs (one, unless a pass ran past its 250 ms).
+    assert!(
+        v["counters"]["steps"].as_u64().is_some_and(|n| n < 6),
+        "{v}"
+    );
     // A step at a time, each stage its own system and span.
     let out = ndvm_ok(&[
         "profile",

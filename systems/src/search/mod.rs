@@ -297,6 +297,8 @@ impl Search {
                     .steps_per_pass
                     .unwrap_or(FitSettings::default().steps_per_pass)
                     .max(1),
+                // Passes of fixed steps: admissions must not depend on time.
+                pass_millis: None,
             },
             engine: options.engine.clone(),
             precision: Some(precision),

@@ -14,8 +14,10 @@
 //! one core while its tape and bindings are in that core's cache. Lanes whose guards fail are
 //! split off into a new group inside the task and walked at once, as the walk stage would; new
 //! groups become entities when the pass ends. A candidate leaves the pass when it finishes,
-//! fails or stops, or when the stop signal fires. The profile shares the pass's wall time among
-//! the five stages in the proportion their work took.
+//! fails or stops, when the stop signal fires, or — in a fit, after its first step of the pass —
+//! when the pass has run [`FitSettings::pass_millis`] (250 ms), so a heavy fit still reports
+//! progress every quarter second. The profile shares the pass's wall time among the five
+//! stages in the proportion their work took.
 //!
 //! A candidate's numbers depend only on its own steps, so a fit's results are the same for any
 //! `steps_per_pass` and any thread count. What moves is when a finished candidate's slot is
@@ -97,6 +99,8 @@ pub fn stepwise(settings: Res<FitSettings>) -> bool {
 /// What the pass shares with every task.
 struct Shared<'a> {
     steps: u32,
+    /// When the pass stops taking steps ([`FitSettings::pass_millis`]).
+    until: Option<Instant>,
     stop: &'a ndvm_engine::Stop,
     payload: Option<u64>,
 }
@@ -104,6 +108,8 @@ struct Shared<'a> {
 /// What one task did: its counters and the time each stage's work took.
 #[derive(Default)]
 struct Done {
+    /// Steps taken.
+    steps: u32,
     counters: Counters,
     /// Replay, walk, backward, merge, optimize.
     times: [Duration; 5],
@@ -147,6 +153,9 @@ pub fn pipeline<R: Real>(
     }
     let shared = Shared {
         steps: settings.steps_per_pass,
+        until: settings
+            .pass_millis
+            .map(|ms| start + Duration::from_millis(u64::from(ms))),
         stop: &stop.0,
         payload: settings.payload_bytes,
     };
@@ -235,6 +244,10 @@ fn advance<R: Real>(
         if *f.status != Status::Active || shared.stop.requested() {
             break;
         }
+        // At least one step per pass, then none past the pass's time.
+        if done.steps > 0 && shared.until.is_some_and(|t| Instant::now() >= t) {
+            break;
+        }
         let inputs = Inputs {
             spec,
             values: f.values,
@@ -288,6 +301,7 @@ fn advance<R: Real>(
             [4, 3],
             [own, merge].map(|t| t * SAMPLE as u32),
         );
+        done.steps += 1;
     }
     done
 }
