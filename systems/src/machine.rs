@@ -81,6 +81,19 @@ impl<R: Real> Machine<R> {
     }
 }
 
+/// Spawns a lane group entity: its lanes, its evaluator and its outputs (routed to the walk
+/// until a replay serves it). The schedule's cuts, the replay's split-off lanes and the groups
+/// the pipeline splits off inside its tasks all become entities here.
+pub fn spawn_group<R: Real>(
+    commands: &mut Commands,
+    group: ndvm_components::prelude::LaneGroup,
+    machine: Machine<R>,
+    out: ndvm_components::prelude::GroupOutputs,
+) -> Entity {
+    let route = ndvm_components::prelude::Route::Walk;
+    commands.spawn((group, route, out, machine)).id()
+}
+
 /// An engine error as one line: where (line and column in the candidate's source) and what.
 pub fn locate(e: &ndvm_engine::Error, src: &str) -> String {
     match e.span {

@@ -92,6 +92,20 @@ pub(crate) struct Fitting<'a> {
     pub status: &'a mut Status,
 }
 
+impl Fitting<'_> {
+    /// The same borrows for one more step (the pipeline steps a candidate several times).
+    pub fn reborrow(&mut self) -> Fitting<'_> {
+        Fitting {
+            spec: self.spec,
+            results: self.results,
+            values: self.values,
+            state: self.state,
+            history: self.history,
+            status: self.status,
+        }
+    }
+}
+
 /// One candidate's merge ([`merge_candidate`]) and, if it is still active, its optimizer
 /// step, over its `groups` in lane order. Task `task` of a pass is timed when `task` plus the
 /// candidate's step count is a multiple of [`SAMPLE`]: the time of its own step and its

@@ -25,7 +25,7 @@
 //! `steps_per_pass` — never on the thread count. The GPU stage, plugin hooks (which expect to
 //! see every step) and `walk_every_step` keep the fit stepwise ([`crate::fit::Fit`]).
 
-use crate::machine::Machine;
+use crate::machine::{Machine, spawn_group};
 use crate::profile::{Counters, Profile, Stage};
 use crate::resources::{FitSettings, StopSignal};
 use crate::stages::merge_masks::GroupView;
@@ -197,8 +197,7 @@ pub fn pipeline<R: Real>(
         for slot in slots.drain(..) {
             if let Slot::Born(b) = slot {
                 let (group, machine, out) = *b;
-                let id = commands.spawn((group, Route::Walk, out, machine)).id();
-                c.4.0.push(id);
+                c.4.0.push(spawn_group(&mut commands, group, machine, out));
             }
         }
     }
@@ -237,7 +236,7 @@ fn advance<R: Real>(
         source,
         spec,
         compiled,
-        fitting: f,
+        fitting: mut f,
     } = task;
     let mut done = Done::default();
     for _ in 0..shared.steps {
@@ -265,15 +264,19 @@ fn advance<R: Real>(
             });
             (split, d)
         };
-        let evaluated: Vec<_> = if slots.len() > 1 {
-            slots.par_iter_mut().map(one).collect()
-        } else {
-            slots.iter_mut().map(one).collect()
-        };
         let mut splits = Vec::new();
-        for (split, d) in evaluated {
+        let mut keep = |(split, d): (Option<LaneGroup>, Done)| {
             done.add(&d);
             splits.extend(split);
+        };
+        match slots.as_mut_slice() {
+            [slot] => keep(one(slot)),
+            many => many
+                .par_iter_mut()
+                .map(one)
+                .collect::<Vec<_>>()
+                .into_iter()
+                .for_each(keep),
         }
         for group in splits {
             let mut born = Box::new((group, Machine::<R>::default(), GroupOutputs::default()));
@@ -285,17 +288,11 @@ fn advance<R: Real>(
             slots.push(Slot::Born(born));
         }
         let views: Vec<GroupView<'_>> = slots.iter().map(Slot::view).collect();
-        let fitting = Fitting {
-            spec,
-            results: &mut *f.results,
-            values: &mut *f.values,
-            state: &mut *f.state,
-            history: &mut *f.history,
-            status: &mut *f.status,
-        };
-        let stopping = shared.stop.reason();
+        // The stop's reason matters only to a walk it cut short (one clock read fewer a step).
+        let failed = views.iter().any(|(_, out)| out.error.is_some());
+        let stopping = if failed { shared.stop.reason() } else { None };
         // One step in `SAMPLE` is timed: scaled up to stand for all of them.
-        let [own, merge] = merge_and_step(fitting, &views, stopping, index);
+        let [own, merge] = merge_and_step(f.reborrow(), &views, stopping, index);
         add(
             &mut done.times,
             [4, 3],

@@ -27,7 +27,7 @@
 //!
 //! [`Vm::replay`]: ndvm_engine::Vm::replay
 
-use crate::machine::Machine;
+use crate::machine::{Machine, spawn_group};
 use crate::profile::{Counters, Profile, Stage, StageTimer};
 use crate::resources::FitSettings;
 use crate::stages::backward::differentiate;
@@ -186,14 +186,13 @@ pub(crate) fn split_off<R: Real>(
     candidate: Entity,
     lanes: Vec<usize>,
 ) -> Entity {
-    commands
-        .spawn((
-            LaneGroup { candidate, lanes },
-            Route::Walk,
-            GroupOutputs::default(),
-            Machine::<R>::default(),
-        ))
-        .id()
+    let group = LaneGroup { candidate, lanes };
+    spawn_group(
+        commands,
+        group,
+        Machine::<R>::default(),
+        GroupOutputs::default(),
+    )
 }
 
 /// Replays one group's tape with its candidate's current parameters.

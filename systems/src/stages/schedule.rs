@@ -10,7 +10,7 @@
 //! cannot fragment it into ever smaller groups. The layout depends on lane counts and the
 //! lanes' own numbers alone, so results do not depend on the thread count.
 
-use crate::machine::Machine;
+use crate::machine::{Machine, spawn_group};
 use crate::profile::{Profile, Stage, StageTimer};
 use crate::resources::{FitSettings, StopSignal};
 use bevy_ecs::prelude::*;
@@ -93,13 +93,12 @@ fn cut<R: Real>(
         .step_by(per)
         .map(|first| {
             let group = LaneGroup::run(candidate, first, per.min(lanes - first));
-            let parts = (
+            spawn_group(
+                commands,
                 group,
-                Route::Walk,
-                GroupOutputs::default(),
                 Machine::<R>::default(),
-            );
-            commands.spawn(parts).id()
+                GroupOutputs::default(),
+            )
         })
         .collect()
 }
