@@ -2,10 +2,13 @@
 //! log-likelihood, replay + gradient over a population of lanes, on the GPU against the CPU
 //! replay on all cores of the same machine.
 //!
-//! - `gpu/kalman_nd/D/lanes`: one walked lane's tape (`upload_broadcast`) run over every lane
+//! - `gpu/kalman_nd/D/lanes`: one walked lane's tape (broadcast) run over every lane
 //!   by the WGSL interpreter (new parameter rows up, results and gradient rows down);
 //! - `cpu/kalman_nd/D/lanes`: the same lanes cut into one chunk per core, each chunk's tape
 //!   walked once and replayed (forward + backward) per iteration, chunks in parallel (rayon).
+//!
+//! `NDVM_GPU_KERNELS` lists the interpreter entries to time (`lane`, `coop`, `auto`; see
+//! `ndvm_gpu::Kernel`): `auto` by default, `lane,coop` in the rows mode.
 //!
 //! The default sweep is small (D = 2, 8 at 1,024 lanes) so CI's software Vulkan finishes it;
 //! `NDVM_GPU_SWEEP=full` runs D = 2, 4, 8, 16, 32 × 1 k, 4 k, 16 k, 64 k lanes (on a real
@@ -14,7 +17,8 @@
 //! **Rows on a time budget** (the device script, `benches/device/gpu.sh`): with
 //! `NDVM_GPU_ROWS=2x1024,16x4096,…` the bench skips criterion and times each `DxLANES` row on
 //! both sides — a first call, then repeats until 5 or `NDVM_GPU_ROW_SECONDS` (default 10) have
-//! passed — and prints a JSON line per side and row: the median and first call's seconds, and
+//! passed; a first call over the budget is the measurement — and prints a JSON line per side
+//! and row: the median and first call's seconds, and
 //! lane 0's value and gradients (to check the sides agree). A row at D = 32 costs seconds per
 //! call, so criterion's ten samples would not fit a few minutes of device time.
 
@@ -90,16 +94,16 @@ fn gpu(c: &mut Criterion) {
         let program = program(d);
         for &lanes in &widths {
             group.throughput(Throughput::Elements(lanes as u64));
-            if let Some(gpu) = &gpu {
-                on_device(gpu, &program, (d, lanes), |run| {
+            for kernel in gpu.as_ref().map_or(Vec::new(), |_| kernels("auto")) {
+                let gpu = gpu.as_ref().expect("a device");
+                on_device(gpu, kernel, &program, (d, lanes), |run| {
                     let first = run();
                     assert!(
                         first.failed.is_empty(),
                         "a straight-line tape has no guards to fail"
                     );
-                    group.bench_function(BenchmarkId::new(format!("gpu/D{d}"), lanes), |b| {
-                        b.iter(|| black_box(run()))
-                    });
+                    let id = BenchmarkId::new(format!("{}/D{d}", side(kernel)), lanes);
+                    group.bench_function(id, |b| b.iter(|| black_box(run())));
                 });
             }
             // The CPU replay on all cores: one chunk per worker thread.
@@ -125,6 +129,23 @@ fn gpu(c: &mut Criterion) {
     group.finish();
 }
 
+/// The interpreter entries of `NDVM_GPU_KERNELS` (else `default`), e.g. `lane,coop`.
+fn kernels(default: &str) -> Vec<ndvm_gpu::Kernel> {
+    let list = std::env::var("NDVM_GPU_KERNELS").unwrap_or_else(|_| default.to_string());
+    list.split(',')
+        .map(|k| ndvm_gpu::Kernel::parse(k.trim()).unwrap_or_else(|| panic!("kernel `{k}`?")))
+        .collect()
+}
+
+/// A GPU row's side: `gpu` for the automatic choice, else `gpu-lane` / `gpu-coop`.
+fn side(kernel: ndvm_gpu::Kernel) -> &'static str {
+    match kernel {
+        ndvm_gpu::Kernel::Auto => "gpu",
+        ndvm_gpu::Kernel::Lane => "gpu-lane",
+        ndvm_gpu::Kernel::Cooperative => "gpu-coop",
+    }
+}
+
 /// `DxLANES` rows, e.g. `2x1024,16x4096`.
 fn rows(list: &str) -> Vec<(usize, usize)> {
     list.split(',')
@@ -141,6 +162,10 @@ fn timed<T>(budget: f64, mut f: impl FnMut() -> T) -> (f64, f64, usize, T) {
     let start = Instant::now();
     let mut out = f();
     let first = start.elapsed().as_secs_f64();
+    if first > budget {
+        // one call over the whole budget (the lane entry at D = 32) is the measurement
+        return (first, first, 0, out);
+    }
     let mut times = Vec::new();
     while times.len() < 5 && (times.is_empty() || start.elapsed().as_secs_f64() < budget) {
         let t = Instant::now();
@@ -179,12 +204,13 @@ fn rows_on_a_budget(list: &str) {
     let threads = rayon::current_num_threads();
     for (d, lanes) in rows(list) {
         let program = program(d);
-        if let Some(gpu) = &gpu {
+        for kernel in gpu.as_ref().map_or(Vec::new(), |_| kernels("lane,coop")) {
+            let gpu = gpu.as_ref().expect("a device");
             let (first, median, n, run) =
-                on_device(gpu, &program, (d, lanes), |run| timed(budget, run));
+                on_device(gpu, kernel, &program, (d, lanes), |run| timed(budget, run));
             let lane0 = [run.result[0], run.grads[0][0], run.grads[1][0]];
             print_row(
-                "gpu",
+                side(kernel),
                 &gpu.describe(),
                 (d, lanes),
                 (first, median, n),
@@ -229,10 +255,11 @@ fn open_gpu() -> Option<ndvm_gpu::Gpu> {
 }
 
 /// The GPU side of a `(d, lanes)` row: lane 0 walked on the CPU, its tape uploaded to `gpu`
-/// broadcast over every lane, each lane's q and r given; `measure` gets a closure that runs
-/// replay + gradient of every lane once on the device.
+/// broadcast over every lane for `kernel`, each lane's q and r given; `measure` gets a closure
+/// that runs replay + gradient of every lane once on the device.
 fn on_device<T>(
     gpu: &ndvm_gpu::Gpu,
+    kernel: ndvm_gpu::Kernel,
     program: &Program,
     (d, lanes): (usize, usize),
     measure: impl FnOnce(&mut dyn FnMut() -> ndvm_gpu::DeviceRun) -> T,
@@ -241,7 +268,9 @@ fn on_device<T>(
     let v = vm.eval(program, &bindings(d, 0, 1), true).expect("walks");
     assert!(vm.numbers(v).is_some());
     let rec = vm.recording().expect("recorded");
-    let mut tape = gpu.upload_broadcast(&rec, lanes).expect("uploads");
+    let mut tape = gpu
+        .upload_with(&rec, lanes, usize::MAX, kernel)
+        .expect("uploads");
     let (q, r) = per_lane(d, lanes);
     let given = [Some(q.as_slice()), Some(r.as_slice()), None];
     measure(&mut || tape.run_lanes(gpu, &rec, &given, true).expect("runs"))

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The GPU measurement (docs/gpu.md), in one run of about 4 minutes on a GPU machine: the Kalman
+# The GPU measurement (docs/gpu.md), in one run of about 5 minutes on a GPU machine: the Kalman
 # sweep's rows on the GPU and on every CPU core, the JAX peer on the same GPU, and the shipped
 # scene with `--device gpu` and `--device cpu`; then the table, in $OUT/gpu-table.md.
 # Each step has its own timeout and writes as it goes, so a run cut short keeps what it measured.
@@ -11,9 +11,10 @@ source benches/device/setup.sh
 ROWS="${ROWS:-2x1024,2x65536,8x16384,8x65536,16x4096,32x1024,32x4096}"
 (nvidia-smi -L; nproc) > "$OUT/machine.txt" 2>&1
 
-# 1. ndvm: each row on the GPU, then on the CPU replay over every core.
-NDVM_GPU_ROWS="$ROWS" NDVM_GPU_ROW_SECONDS="${SECONDS_PER_ROW:-8}" timeout -k 5 150 \
-  .devcarry/bench-gpu 2> "$OUT/ndvm-rows.err" | tee "$OUT/ndvm-rows.jsonl"
+# 1. ndvm: each row on the GPU with both interpreter entries (one invocation per lane, a
+#    workgroup per lane), then on the CPU replay over every core.
+NDVM_GPU_ROWS="$ROWS" NDVM_GPU_ROW_SECONDS="${SECONDS_PER_ROW:-5}" NDVM_GPU_KERNELS=lane,coop \
+  timeout -k 5 210 .devcarry/bench-gpu 2> "$OUT/ndvm-rows.err" | tee "$OUT/ndvm-rows.jsonl"
 
 # 2. The JAX peer on the same GPU (its first call per row compiles).
 timeout -k 5 90 python3 benches/peers/jax_kalman_nd.py --rows "$ROWS" 5 2> "$OUT/jax-rows.err" \

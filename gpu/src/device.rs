@@ -6,6 +6,7 @@
 //! a validation error, running out of memory, a lost device — and returned as a [`GpuError`];
 //! nothing panics.
 
+use crate::kernel::{Kernel, Segmenting};
 use ndvm_engine::prims::compare::Cmp;
 use ndvm_engine::prims::scalar::Op;
 use ndvm_engine::tape::Form;
@@ -32,8 +33,12 @@ pub enum GpuError {
 pub struct Gpu {
     pub(crate) device: wgpu::Device,
     pub(crate) queue: wgpu::Queue,
+    /// The per-lane entry (`main`) and the cooperative one (`main_coop`), see [`Kernel`].
     pub(crate) pipeline: wgpu::ComputePipeline,
+    pub(crate) coop: wgpu::ComputePipeline,
     pub(crate) layout: wgpu::BindGroupLayout,
+    /// How long one dispatch may run on this adapter.
+    pub(crate) segmenting: Segmenting,
     pub(crate) limits: wgpu::Limits,
     info: wgpu::AdapterInfo,
     /// The first error the device reported outside an error scope (a lost device).
@@ -113,6 +118,7 @@ pub fn shader_source() -> String {
     }
     s += include_str!("interp.wgsl");
     s += include_str!("linalg.wgsl");
+    s += include_str!("coop.wgsl");
     s
 }
 
@@ -184,25 +190,63 @@ impl Gpu {
             label: Some("ndvm interpreter"),
             source: wgpu::ShaderSource::Wgsl(shader_source().into()),
         });
-        let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+        let storage = |binding: u32, read_only: bool| wgpu::BindGroupLayoutEntry {
+            binding,
+            visibility: wgpu::ShaderStages::COMPUTE,
+            ty: wgpu::BindingType::Buffer {
+                ty: wgpu::BufferBindingType::Storage { read_only },
+                has_dynamic_offset: false,
+                min_binding_size: None,
+            },
+            count: None,
+        };
+        let mut entries = vec![wgpu::BindGroupLayoutEntry {
+            ty: wgpu::BindingType::Buffer {
+                ty: wgpu::BufferBindingType::Uniform,
+                has_dynamic_offset: false,
+                min_binding_size: None,
+            },
+            ..storage(0, true)
+        }];
+        entries.extend([storage(1, true), storage(2, true)]);
+        entries.extend((3..7).map(|b| storage(b, false)));
+        let layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
             label: Some("ndvm interpreter"),
-            layout: None,
-            module: &module,
-            entry_point: Some("main"),
-            compilation_options: Default::default(),
-            cache: None,
+            entries: &entries,
         });
+        let pipeline_layout = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
+            label: Some("ndvm interpreter"),
+            bind_group_layouts: &[Some(&layout)],
+            immediate_size: 0,
+        });
+        let pipeline = |kernel: Kernel| {
+            device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+                label: Some(kernel.entry()),
+                layout: Some(&pipeline_layout),
+                module: &module,
+                entry_point: Some(kernel.entry()),
+                compilation_options: Default::default(),
+                cache: None,
+            })
+        };
+        let (lane, coop) = (pipeline(Kernel::Lane), pipeline(Kernel::Cooperative));
         if let Some(e) = scope.pop().await {
             return Err(GpuError::NoDevice(format!(
                 "the interpreter did not compile: {e}"
             )));
         }
-        let layout = pipeline.get_bind_group_layout(0);
+        let segmenting = if info.device_type == wgpu::DeviceType::Cpu {
+            Segmenting::SOFTWARE
+        } else {
+            Segmenting::HARDWARE
+        };
         Ok(Gpu {
             device,
             queue,
-            pipeline,
+            pipeline: lane,
+            coop,
             layout,
+            segmenting,
             limits,
             info,
             lost,

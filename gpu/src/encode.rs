@@ -13,9 +13,10 @@
 //! [`GpuError::Unsupported`] and stays on the CPU.
 
 use crate::GpuError;
+use crate::kernel::Segmenting;
 use ndvm_engine::export::Recording;
 use ndvm_engine::prims::scalar::Op;
-use ndvm_engine::tape::{Check, SKIP_A, SKIP_B};
+use ndvm_engine::tape::{Check, Form, SKIP_A, SKIP_B};
 
 /// Words per node and per guard.
 pub const NODE_WORDS: usize = 8;
@@ -33,20 +34,20 @@ pub struct Encoded {
     pub outcome_base: u32,
     /// Scratch rows of one region per lane: the largest n² that `det`, `logdet` or `inv` solve.
     pub sq: u32,
-    /// The tape split into segments `[from, to)` of about [`SEGMENT_WORK`] each, one dispatch
-    /// per segment and direction (never empty: a tape without nodes has one empty segment).
+    /// The tape split into segments `[from, to)` within a [`Segmenting`], one dispatch per
+    /// segment and direction (never empty: a tape without nodes has one empty segment).
     pub segments: Vec<(u32, u32)>,
+    /// The tape's work per lane (multiply-adds, roughly), and the part of it the cooperative
+    /// entry runs on one invocation (neither in a wide node nor in a run of independent nodes).
+    pub work: u64,
+    pub serial_work: u64,
+    /// Elements of the widest wide node (0 when there is none).
+    pub widest: u32,
+    /// The most loop iterations one invocation runs for one node: per lane, cooperative.
+    pub longest: [u64; 2],
 }
 
-/// Work (multiply-adds per lane, roughly) one dispatch runs at most: drivers stop a shader that
-/// runs long (a watchdog; Mesa's software Vulkan among them), and a long tape is split.
-pub const SEGMENT_WORK: u64 = 4096;
-
-/// Nodes one dispatch runs at most (Mesa's lavapipe stops an invocation after about 900
-/// iterations of the interpreter's loop, whatever their work).
-pub const SEGMENT_NODES: usize = 256;
-
-/// A node's work for [`SEGMENT_WORK`].
+/// A node's work per lane (multiply-adds, roughly).
 fn work(op: Op, aux: u32, m: u32, k: u32) -> u64 {
     let (n, m, k) = (
         u64::from(aux.max(1)),
@@ -62,13 +63,108 @@ fn work(op: Op, aux: u32, m: u32, k: u32) -> u64 {
     }
 }
 
-/// Splits `costs` (per node) into consecutive segments of at most `budget` (a node over the
+/// Loop iterations one invocation runs for a node, in its longer direction (forward or
+/// backward), under each entry: `[per lane, cooperative]`. The software driver stops counting
+/// at [`Segmenting::loop_limit`]. In the cooperative entry a wide node's elements spread over
+/// 64 invocations (invocation 0 also searches the pivots), unless its operands exceed the
+/// workgroup memory that `det`, `logdet` and `inv` solve in (`coop.wgsl`: 3,776 floats).
+fn iterations(op: Op, aux: u32, m: u32, k: u32) -> [u64; 2] {
+    let (n, m, k) = (
+        u64::from(aux.max(1)),
+        u64::from(m.max(1)),
+        u64::from(k.max(1)),
+    );
+    let spread = |i: u64, extra: u64| [i, i.div_ceil(64) + extra];
+    match op {
+        // LU (n³/3) and Gauss–Jordan (n³) forward; inv's backward is two n³ products
+        Op::Det | Op::LogDet | Op::Inv if n > 3 => {
+            let i = 2 * n * n * n + 4 * n * n;
+            let fits = 2 * n * n + n <= 3776 && (op != Op::Inv || 3 * n * n <= 3776);
+            if fits { spread(i, n * n) } else { [i, i] }
+        }
+        Op::MatMul => spread(m * k * n + m * n + m * k + k * n, 0),
+        Op::MatVec | Op::Outer | Op::Transpose => spread(2 * m * k.max(n), 0),
+        op if op.is_linalg() => [4 * n * n, 4 * n * n],
+        _ if n >= 8 => spread(n, 0),
+        _ => [n, n],
+    }
+}
+
+/// The elements a node splits over a workgroup in the cooperative entry, or `None` where one
+/// invocation runs it (`wide` in `coop.wgsl`).
+fn wide(op: Op, aux: u32, m: u32, k: u32) -> Option<u32> {
+    match op {
+        Op::Select => None,
+        Op::Transpose | Op::MatMul | Op::MatVec | Op::Outer => {
+            Some((m * k.max(1)).max(k * aux).max(m * aux))
+        }
+        Op::Det | Op::LogDet | Op::Inv => (aux > 3).then_some(aux * aux),
+        op if op.is_linalg() => None,
+        _ => (aux >= 8).then_some(aux),
+    }
+}
+
+/// Longest run of independent scalar nodes the cooperative entry spreads over its workgroup
+/// (the length fits 7 bits of the node's first word; `coop.wgsl` sizes its buffers for it).
+pub const BATCH: usize = 127;
+
+/// Marks runs of independent one-element nodes in `prog` (header bits 24–30: the run's
+/// length, on its first node and, with bit 31, on its last). The cooperative entry runs such a
+/// run with one node per invocation — `(scale q M)` records one multiply per element — instead
+/// of one after another on invocation 0. A run never spans a segment's end or a guard (a guard
+/// checks before its node), and no node in it reads a slot another one writes.
+/// Returns which nodes are in a run.
+fn mark_batches(
+    prog: &mut [u32],
+    tape: &ndvm_engine::tape::Tape<f32>,
+    segments: &[(u32, u32)],
+) -> Vec<bool> {
+    let mut batched = vec![false; tape.nodes.len()];
+    let batchable = |i: usize| {
+        let n = &tape.nodes[i];
+        (n.op as u8) < (Op::Select as u8) && n.aux <= 1
+    };
+    let reads = |i: usize| {
+        let n = &tape.nodes[i];
+        let a = !matches!(n.form, Form::ConstSlot | Form::ConstConst);
+        let b = matches!(n.form, Form::SlotSlot | Form::ConstSlot);
+        [a.then_some(n.a), b.then_some(n.b)]
+    };
+    let guarded: std::collections::HashSet<u32> = tape.guards.iter().map(|g| g.pos).collect();
+    let mut mark = |from: usize, len: usize| {
+        if len >= 2 {
+            prog[from * NODE_WORDS] |= (len as u32) << 24;
+            prog[(from + len - 1) * NODE_WORDS] |= (len as u32) << 24 | 1 << 31;
+            batched[from..from + len].fill(true);
+        }
+    };
+    for &(first, last) in segments {
+        let (mut from, mut written) = (first as usize, Vec::<u32>::new());
+        for i in first as usize..last as usize {
+            let joins = batchable(i)
+                && i > from
+                && batchable(from)
+                && i - from < BATCH
+                && !guarded.contains(&(i as u32))
+                && !reads(i).iter().flatten().any(|s| written.contains(s));
+            if !joins {
+                mark(from, i - from);
+                (from, written) = (i, Vec::new());
+            }
+            written.push(tape.nodes[i].out);
+        }
+        mark(from, last as usize - from);
+    }
+    batched
+}
+
+/// Splits `costs` (per node) into consecutive segments within `limits` (a node over the work
 /// budget gets its own).
-pub fn segments(costs: &[u64], budget: u64) -> Vec<(u32, u32)> {
+pub fn segments(costs: &[u64], limits: Segmenting) -> Vec<(u32, u32)> {
     let mut out = Vec::new();
     let (mut from, mut acc) = (0usize, 0u64);
     for (i, &c) in costs.iter().enumerate() {
-        if (acc + c > budget || i - from == SEGMENT_NODES) && i > from {
+        if (acc + c > limits.work || i - from == limits.nodes) && i > from {
             out.push((from as u32, i as u32));
             (from, acc) = (i, 0);
         }
@@ -79,11 +175,13 @@ pub fn segments(costs: &[u64], budget: u64) -> Vec<(u32, u32)> {
 }
 
 impl Encoded {
-    pub fn new(rec: &Recording<'_, f32>) -> Result<Encoded, GpuError> {
+    pub fn new(rec: &Recording<'_, f32>, limits: Segmenting) -> Result<Encoded, GpuError> {
         let tape = rec.tape;
         let mut prog = Vec::with_capacity((tape.nodes.len() + tape.guards.len()) * NODE_WORDS);
         let mut sq = 0u32;
         let mut costs = Vec::with_capacity(tape.nodes.len());
+        let (mut is_wide, mut widest) = (Vec::with_capacity(tape.nodes.len()), 0u32);
+        let mut longest = [0u64; 2];
         for (i, n) in tape.nodes.iter().enumerate() {
             let skip = tape.skip.get(i).copied().unwrap_or(0) & (SKIP_A | SKIP_B);
             let (aux, m, k) = match n.op {
@@ -106,7 +204,13 @@ impl Encoded {
                 }
                 _ => (n.aux, 0, 0),
             };
-            costs.push(work(n.op, aux, m, k));
+            let cost = work(n.op, aux, m, k);
+            costs.push(cost);
+            let it = iterations(n.op, aux, m, k);
+            longest = [longest[0].max(it[0]), longest[1].max(it[1])];
+            let w = wide(n.op, aux, m, k);
+            widest = widest.max(w.unwrap_or(0));
+            is_wide.push(w.is_some());
             prog.extend_from_slice(&[
                 n.op as u32 | (n.form as u32) << 8 | u32::from(skip) << 16,
                 n.lanes,
@@ -118,6 +222,12 @@ impl Encoded {
                 k,
             ]);
         }
+        let segments = segments(&costs, limits);
+        let batched = mark_batches(&mut prog, tape, &segments);
+        let serial_work = (0..costs.len())
+            .filter(|&i| !is_wide[i] && !batched[i])
+            .map(|i| costs[i])
+            .sum();
         let guard_base = prog.len() as u32;
         for g in &tape.guards {
             let (kind, code, a, b, extra) = match g.check {
@@ -170,7 +280,11 @@ impl Encoded {
             set_words: set_words as u32,
             outcome_base: outcome_base as u32,
             sq,
-            segments: segments(&costs, SEGMENT_WORK),
+            segments,
+            work: costs.iter().sum(),
+            serial_work,
+            widest,
+            longest,
         })
     }
 }

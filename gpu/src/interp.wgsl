@@ -25,7 +25,7 @@ struct Params {
     first: u32,
     last: u32,
     guard_from: u32,  // the first guard at or after node `first`
-    _pad0: u32,
+    grid: u32,        // workgroups per row of the cooperative grid (coop.wgsl)
     _pad1: u32,
     _pad2: u32,
 }

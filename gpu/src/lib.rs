@@ -26,6 +26,8 @@
 //!
 //! - [`device`]: finding an adapter, the pipeline, error capture (a lost device is an error).
 //! - [`encode`]: the recording as instruction words, lane-set bitmasks and constants.
+//! - [`kernel`]: the interpreter's two entries — one invocation per lane, or a workgroup
+//!   cooperating on each lane's linear algebra — and how long one dispatch may run.
 //! - [`run`]: buffers per lane chunk, uploads, the dispatch, downloads, and the stage timings.
 //!
 //! Arithmetic is f32. Results agree with the CPU f32 replay within the tolerance documented in
@@ -34,9 +36,11 @@
 
 pub mod device;
 pub mod encode;
+pub mod kernel;
 pub mod run;
 
 pub use device::{Gpu, GpuError};
 pub use encode::Encoded;
+pub use kernel::{Kernel, Segmenting};
 pub use ndvm_engine::export::Recording;
 pub use run::{DeviceRun, DeviceTape, Timings};

@@ -9,7 +9,7 @@
 //! gradient rows and the guard flags.
 
 use crate::encode::Encoded;
-use crate::{Gpu, GpuError};
+use crate::{Gpu, GpuError, Kernel};
 use ndvm_engine::export::Recording;
 use ndvm_engine::tape::GuardKind;
 use std::time::{Duration, Instant};
@@ -40,7 +40,9 @@ struct Params {
     first: u32,
     last: u32,
     guard_from: u32,
-    pad: [u32; 3],
+    /// Workgroups per row of the cooperative entry's grid (lane = y · grid + x).
+    grid: u32,
+    pad: [u32; 2],
 }
 
 /// Wall time of the last run's three parts.
@@ -91,6 +93,8 @@ pub struct DeviceTape {
     lanes: usize,
     slots: usize,
     chunks: Vec<Chunk>,
+    /// The interpreter entry it runs with (never [`Kernel::Auto`]).
+    kernel: Kernel,
     /// Whether the leaf rows are on the device.
     leaves: bool,
     /// The last run's timings.
@@ -129,15 +133,38 @@ impl Gpu {
         lanes: usize,
         max_width: usize,
     ) -> Result<DeviceTape, GpuError> {
+        self.upload_with(rec, lanes, max_width, Kernel::Auto)
+    }
+
+    /// [`Gpu::upload_chunked`] with the interpreter entry chosen by the caller ([`Kernel`]).
+    pub fn upload_with(
+        &self,
+        rec: &Recording<'_, f32>,
+        lanes: usize,
+        max_width: usize,
+        kernel: Kernel,
+    ) -> Result<DeviceTape, GpuError> {
         if let Some(e) = self.failure() {
             return Err(GpuError::Lost(e));
         }
-        let enc = Encoded::new(rec)?;
+        let enc = Encoded::new(rec, self.segmenting)?;
+        let kernel = kernel.resolve(&enc, self.is_software());
+        let longest = enc.longest[usize::from(kernel == Kernel::Cooperative)];
+        if let Some(limit) = self.segmenting.loop_limit.filter(|&l| longest > l) {
+            return Err(GpuError::Unsupported(format!(
+                "a node runs {longest} loop iterations in one invocation, more than this adapter \
+                 runs ({limit}: software Vulkan leaves loops early, silently); it stays on the CPU"
+            )));
+        }
         let slots = rec.slots.max(1);
         let limit = self.max_binding_bytes() as usize;
         let per_lane = 4 * slots.max(4 * enc.sq as usize).max(1);
-        let fit = (limit / per_lane)
-            .min(self.limits.max_compute_workgroups_per_dimension as usize * WORKGROUP);
+        let dim = self.limits.max_compute_workgroups_per_dimension as usize;
+        let grid = match kernel {
+            Kernel::Cooperative => dim * dim,
+            _ => dim * WORKGROUP,
+        };
+        let fit = (limit / per_lane).min(grid);
         let width = if lanes <= fit.min(max_width) {
             lanes
         } else {
@@ -173,7 +200,8 @@ impl Gpu {
         let mut offset = 0;
         while offset < lanes {
             let w = width.min(lanes - offset);
-            chunks.push(self.chunk(&enc, rec, (offset, w, lanes), (&prog, &bits), reads)?);
+            let c = self.chunk(&enc, rec, (offset, w, lanes), (&prog, &bits), reads)?;
+            chunks.push(c);
             offset += w;
         }
         if let Some(e) = pollster::block_on(scope.pop()) {
@@ -184,6 +212,7 @@ impl Gpu {
             lanes,
             slots,
             chunks,
+            kernel,
             leaves: false,
             timings: Timings::default(),
         })
@@ -221,7 +250,8 @@ impl Gpu {
             first: 0,
             last: 0,
             guard_from: 0,
-            pad: [0; 3],
+            grid: width.min(self.limits.max_compute_workgroups_per_dimension as usize) as u32,
+            pad: [0; 2],
         };
         let d = &self.device;
         let buffer = |label: &str, bytes: usize, extra: wgpu::BufferUsages| {
@@ -288,6 +318,11 @@ impl Gpu {
 }
 
 impl DeviceTape {
+    /// The interpreter entry this tape runs with.
+    pub fn kernel(&self) -> Kernel {
+        self.kernel
+    }
+
     /// The lanes per chunk (the first chunk's width) and the number of chunks.
     pub fn chunking(&self) -> (usize, usize) {
         (
@@ -368,11 +403,23 @@ impl DeviceTape {
             }
             encoder.clear_buffer(&c.flags, 0, None);
             let mut pass = encoder.begin_compute_pass(&Default::default());
-            pass.set_pipeline(&gpu.pipeline);
+            let (x, y) = match self.kernel {
+                Kernel::Cooperative => {
+                    let row = c
+                        .width
+                        .min(gpu.limits.max_compute_workgroups_per_dimension as usize);
+                    (row, c.width.div_ceil(row))
+                }
+                _ => (c.width.div_ceil(WORKGROUP), 1),
+            };
+            pass.set_pipeline(match self.kernel {
+                Kernel::Cooperative => &gpu.coop,
+                _ => &gpu.pipeline,
+            });
             let backward = if grad { &c.backward[..] } else { &[] };
             for bind in c.forward.iter().chain(backward) {
                 pass.set_bind_group(0, bind, &[]);
-                pass.dispatch_workgroups(c.width.div_ceil(WORKGROUP) as u32, 1, 1);
+                pass.dispatch_workgroups(x as u32, y as u32, 1);
             }
         }
         gpu.queue.submit([encoder.finish()]);

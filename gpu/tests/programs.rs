@@ -8,6 +8,7 @@ mod support;
 
 use common::*;
 use ndvm_engine::prelude::*;
+use ndvm_gpu::{Kernel, Segmenting};
 use support::*;
 
 #[test]
@@ -68,10 +69,11 @@ fn diverging_lanes_are_merged_and_flagged_as_on_the_cpu() {
 }
 
 #[test]
-fn linear_algebra_at_n_1_to_8() {
+fn linear_algebra_at_n_1_to_24() {
     let Some(gpu) = gpu() else { return };
-    for n in 1..=8usize {
-        let lanes = 32;
+    // 12 and 24: the cooperative entry solves in workgroup memory.
+    for n in (1..=8usize).chain([12, 24]) {
+        let lanes = if n > 8 { 8 } else { 32 };
         // A well-conditioned matrix per lane: diagonal dominance plus a lane-dependent part.
         let mats: Vec<Vec<f32>> = (0..lanes)
             .map(|l| {
@@ -111,6 +113,41 @@ fn linear_algebra_at_n_1_to_8() {
             assert_eq!(seen.failed, 0, "{what}");
         }
     }
+}
+
+#[test]
+fn a_matmul_too_wide_for_workgroup_memory() {
+    let Some(gpu) = gpu() else { return };
+    // 64 x 40 times 40 x 64: the operands (5,120 floats) exceed the cooperative entry's
+    // workgroup memory, so it reads them from the payload, forward and backward. One lane's
+    // 164k multiply-adds are too long for one invocation of the software driver: this runs the
+    // cooperative entry only.
+    let (m, k) = (64usize, 40usize);
+    let lanes = 4;
+    let entry = |l: usize, e: usize| ((l * 13 + e * 7) % 29) as f32 / 29.0 - 0.5;
+    let mut b = Bindings::<f32>::new();
+    b.lanes("s", (0..lanes).map(|l| 0.9 + 0.05 * l as f32).collect());
+    b.lane_matrices(
+        "a",
+        m,
+        k,
+        (0..lanes)
+            .map(|l| (0..m * k).map(|e| entry(l, e)).collect())
+            .collect(),
+    );
+    b.matrix("b", k, m, (0..k * m).map(|e| entry(7, e)).collect());
+    let src = "(trace (matmul (scale s a) (scale s b)))";
+    let program = Program::new(src, &b.names()).expect("decodes");
+    let seen = gpu_matches_cpu_with(
+        &gpu,
+        src,
+        &program,
+        (&b, &b),
+        usize::MAX,
+        Kernel::Cooperative,
+    )
+    .expect("runs");
+    assert_eq!(seen.values, lanes * 2);
 }
 
 #[test]
@@ -204,4 +241,100 @@ fn one_walked_lane_replays_a_population() {
         }
     }
     assert!(checked > 500, "{checked} lanes checked");
+}
+
+#[test]
+fn both_entries_compute_the_same_bits() {
+    let Some(gpu) = gpu() else { return };
+    // The shipped 8-dimensional Kalman filter (scenes/kalman_nd.scm), over 6 of its 80 steps.
+    let (d, steps, lanes) = (8usize, 6usize, 16usize);
+    let src = include_str!("../../scenes/kalman_nd.scm");
+    assert!(src.contains("(= k 80)"));
+    let src = src.replace("(= k 80)", &format!("(= k {steps})"));
+    let mut b = Bindings::<f32>::new();
+    b.lanes("q", (0..lanes).map(|l| 0.1 + 0.02 * l as f32).collect());
+    b.lanes("r", (0..lanes).map(|l| 0.5 - 0.01 * l as f32).collect());
+    let obs = (0..steps * d)
+        .map(|i| (i as f32 * 0.618_034).fract() - 0.5)
+        .collect();
+    b.matrix("obs", steps, d, obs);
+    let program = Program::new(&src, &b.names()).expect("decodes");
+    let mut vm = Vm::<f32>::default();
+    vm.eval(&program, &b, true).expect("walks");
+    let rec = vm.recording().expect("recorded");
+    let run = |kernel: Kernel| {
+        let mut tape = gpu
+            .upload_with(&rec, lanes, usize::MAX, kernel)
+            .expect("uploads");
+        assert_eq!(tape.kernel(), kernel);
+        tape.run(&gpu, &rec, true).expect("runs")
+    };
+    let (lane, coop) = (run(Kernel::Lane), run(Kernel::Cooperative));
+    let bits = |r: &ndvm_gpu::DeviceRun| -> Vec<u32> {
+        r.result
+            .iter()
+            .chain(r.grads.iter().flatten())
+            .map(|x| x.to_bits())
+            .collect()
+    };
+    assert!(lane.failed.is_empty() && coop.failed.is_empty());
+    assert_eq!(bits(&lane), bits(&coop));
+    // `auto`: the filter's tape is dense linear algebra apart from `scale`'s one multiply per
+    // element, which runs as runs of independent nodes — it cooperates on a hardware GPU, and
+    // keeps one invocation per lane on a software one.
+    let enc = ndvm_gpu::Encoded::new(&rec, Segmenting::HARDWARE).expect("encodes");
+    assert_eq!(enc.widest, (d * d) as u32);
+    assert!(
+        enc.serial_work * 100 < enc.work,
+        "{} of {}",
+        enc.serial_work,
+        enc.work
+    );
+    assert_eq!(Kernel::Auto.resolve(&enc, false), Kernel::Cooperative);
+    assert_eq!(Kernel::Auto.resolve(&enc, true), Kernel::Lane);
+    let auto = gpu.upload(&rec).expect("uploads").kernel();
+    assert_eq!(auto == Kernel::Cooperative, !gpu.is_software());
+}
+
+#[test]
+fn a_node_longer_than_the_driver_runs_stays_on_the_cpu() {
+    let Some(gpu) = gpu() else { return };
+    // A 40 x 40 matmul is 65,640 loop iterations in one invocation of the per-lane entry:
+    // software Vulkan leaves its loops after 65,535 and the last outputs would be wrong. There
+    // the upload refuses it (the fit keeps such a group on the CPU); the cooperative entry
+    // spreads it over 64 invocations and runs it. A hardware GPU runs both.
+    let n = 40;
+    let mut b = Bindings::<f32>::new();
+    b.lanes("s", vec![0.9, 1.0]);
+    let m: Vec<f32> = (0..n * n)
+        .map(|e| ((e * 17) % 23) as f32 / 23.0 - 0.5)
+        .collect();
+    b.matrix("m", n, n, m);
+    let src = "(trace (matmul (scale s m) m))";
+    let program = Program::new(src, &b.names()).expect("decodes");
+    let mut vm = Vm::<f32>::default();
+    vm.eval(&program, &b, true).expect("walks");
+    let rec = vm.recording().expect("recorded");
+    let lane = gpu.upload_with(&rec, 2, usize::MAX, Kernel::Lane);
+    if gpu.is_software() {
+        match lane {
+            Err(ndvm_gpu::GpuError::Unsupported(why)) => {
+                assert!(why.contains("loop iterations"), "{why}")
+            }
+            other => panic!("a 40 x 40 matmul on the software driver: {other:?}"),
+        }
+    } else {
+        gpu_matches_cpu_with(&gpu, src, &program, (&b, &b), usize::MAX, Kernel::Lane)
+            .expect("runs");
+    }
+    let seen = gpu_matches_cpu_with(
+        &gpu,
+        src,
+        &program,
+        (&b, &b),
+        usize::MAX,
+        Kernel::Cooperative,
+    )
+    .expect("runs");
+    assert_eq!(seen.values, 4);
 }

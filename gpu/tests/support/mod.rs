@@ -3,7 +3,7 @@
 #![allow(dead_code)]
 
 use ndvm_engine::prelude::*;
-use ndvm_gpu::{DeviceRun, Gpu};
+use ndvm_gpu::{DeviceRun, Gpu, Kernel};
 
 /// `|gpu − cpu| ≤ ATOL + RTOL · max(|gpu|, |cpu|)` (docs/gpu.md).
 pub const RTOL: f64 = 2e-4;
@@ -43,24 +43,52 @@ pub struct Seen {
     pub values: usize,
 }
 
-/// Walks `first` on the CPU (recording), uploads the tape, rebinds `next` and runs it on the
-/// device; walks `next` afresh on the CPU and compares every lane the device did not flag —
+/// [`gpu_matches_cpu_with`] under each interpreter entry (one invocation per lane, a
+/// workgroup per lane): both must agree with the CPU. Returns what the per-lane entry saw.
+pub fn gpu_matches_cpu(
+    gpu: &Gpu,
+    what: &str,
+    program: &Program,
+    bindings: (&Bindings<f32>, &Bindings<f32>),
+    max_width: usize,
+) -> Option<Seen> {
+    let coop = format!("{what} [cooperative]");
+    let seen = gpu_matches_cpu_with(gpu, what, program, bindings, max_width, Kernel::Lane);
+    let other = gpu_matches_cpu_with(
+        gpu,
+        &coop,
+        program,
+        bindings,
+        max_width,
+        Kernel::Cooperative,
+    );
+    assert_eq!(
+        seen.map(|s| (s.failed, s.values)),
+        other.map(|s| (s.failed, s.values)),
+        "{coop}"
+    );
+    seen
+}
+
+/// Walks `first` on the CPU (recording), uploads the tape for `kernel`, rebinds `next` and
+/// runs it on the device; walks `next` afresh on the CPU and compares every lane the device did not flag —
 /// result and each number input's gradient. The lanes the device flags must be exactly those
 /// whose CPU replay flags them too, up to lanes where a comparison sits within rounding of its
 /// threshold. Returns what it saw, or `None` when the fresh walk fails (or has no number).
-pub fn gpu_matches_cpu(
+pub fn gpu_matches_cpu_with(
     gpu: &Gpu,
     what: &str,
     program: &Program,
     (first, next): (&Bindings<f32>, &Bindings<f32>),
     max_width: usize,
+    kernel: Kernel,
 ) -> Option<Seen> {
     let mut vm = Vm::<f32>::default();
     let v = vm.eval(program, first, true).ok()?;
     vm.numbers(v)?;
     let mut tape = {
         let rec = vm.recording()?;
-        match gpu.upload_chunked(&rec, rec.lanes, max_width) {
+        match gpu.upload_with(&rec, rec.lanes, max_width, kernel) {
             Ok(t) => t,
             Err(e) => panic!("{what}: upload: {e}"),
         }

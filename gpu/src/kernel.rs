@@ -1,0 +1,114 @@
+//! Which entry of the interpreter runs a tape, and how long one dispatch may run.
+//!
+//! The interpreter has two entries over the same node code:
+//!
+//! - [`Kernel::Lane`] (`main` in `interp.wgsl`): one invocation per lane. Every node of a lane
+//!   runs in one thread, so a D × D product, inverse or determinant is D³ sequential work per
+//!   thread. Right for scalar tapes and small tensors over many lanes: adjacent invocations read
+//!   adjacent addresses.
+//! - [`Kernel::Cooperative`] (`main_coop` in `coop.wgsl`): one workgroup of 64 invocations per
+//!   lane. Wide nodes split their elements over the workgroup with operands staged in
+//!   workgroup memory; scalar nodes and guards run on one invocation. Right when the tape's
+//!   work is dense linear algebra: the per-thread work drops by up to 64×, and a few thousand
+//!   lanes fill a device that keeps hundreds of thousands of threads in flight.
+//!
+//! [`Kernel::Auto`] picks by the tape's shape ([`Kernel::choose`]). Both entries compute the
+//! same values: each element's arithmetic is the same code in the same order.
+
+use crate::encode::Encoded;
+
+/// The interpreter entry a tape runs with.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Kernel {
+    /// [`Kernel::choose`] decides from the tape.
+    #[default]
+    Auto,
+    /// One invocation per lane.
+    Lane,
+    /// One workgroup per lane, cooperating on wide nodes.
+    Cooperative,
+}
+
+/// Elements of the widest node from which [`Kernel::Auto`] cooperates: an 8 × 8 matrix. Below
+/// it the per-lane entry keeps the device as busy and its reads coalesce across lanes.
+pub const COOPERATE_FROM: u32 = 64;
+
+/// Cooperating pays when the wide nodes carry most of the work: the serial remainder runs on
+/// one invocation of 64, so it must stay under 1/`SERIAL_SHARE` of the tape's work.
+pub const SERIAL_SHARE: u64 = 16;
+
+impl Kernel {
+    /// Parses `auto`, `lane` or `coop` (the benches' `NDVM_GPU_KERNEL`).
+    pub fn parse(s: &str) -> Option<Kernel> {
+        match s {
+            "auto" => Some(Kernel::Auto),
+            "lane" => Some(Kernel::Lane),
+            "coop" | "cooperative" => Some(Kernel::Cooperative),
+            _ => None,
+        }
+    }
+
+    /// The entry for an encoded tape on a hardware (`software` false) or software adapter.
+    /// [`Kernel::Auto`] cooperates on a hardware GPU when the widest node has at least
+    /// [`COOPERATE_FROM`] elements and the serial part is at most 1/[`SERIAL_SHARE`] of the
+    /// work. A software adapter (a CPU) runs a workgroup's invocations one after another, so
+    /// barriers only cost there: it keeps one invocation per lane. **Provisional**: set from the
+    /// cost structure (per-thread work D³ against D³/64 plus a barrier per wide node), to be
+    /// refitted from `benches/device/gpu.sh`.
+    pub fn resolve(self, enc: &Encoded, software: bool) -> Kernel {
+        match self {
+            Kernel::Auto
+                if !software
+                    && enc.widest >= COOPERATE_FROM
+                    && enc.serial_work * SERIAL_SHARE <= enc.work =>
+            {
+                Kernel::Cooperative
+            }
+            Kernel::Auto => Kernel::Lane,
+            k => k,
+        }
+    }
+
+    /// The shader's entry point.
+    pub(crate) fn entry(self) -> &'static str {
+        match self {
+            Kernel::Cooperative => "main_coop",
+            _ => "main",
+        }
+    }
+}
+
+/// How much of a tape one dispatch runs: drivers stop a shader that runs long (a watchdog), so
+/// a long tape is split into segments run one after another.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Segmenting {
+    /// Nodes per dispatch at most.
+    pub nodes: usize,
+    /// Work per dispatch (multiply-adds per lane, roughly) at most; a node over it gets its
+    /// own dispatch.
+    pub work: u64,
+    /// Loop iterations the driver lets one invocation run in one dispatch, if it limits them:
+    /// a tape with a node over it cannot run there (it stays on the CPU).
+    pub loop_limit: Option<u64>,
+}
+
+impl Segmenting {
+    /// Mesa's software Vulkan (lavapipe) counts the loop iterations of an invocation and leaves
+    /// every loop once 65,535 have run, silently (gallivm's loop limiter): short segments, and
+    /// no node longer than 58,000 iterations (`gpu/tests/programs.rs` finds the edge: a 40 × 40
+    /// matmul's 65,640 iterations lose its last outputs).
+    pub const SOFTWARE: Segmenting = Segmenting {
+        nodes: 256,
+        work: 4096,
+        loop_limit: Some(58_000),
+    };
+
+    /// A hardware GPU: fewer, longer dispatches (each costs a few µs to launch). **Provisional**
+    /// (not measured yet): a dispatch of this much work runs for milliseconds, far below the
+    /// seconds a display watchdog allows.
+    pub const HARDWARE: Segmenting = Segmenting {
+        nodes: 4096,
+        work: 1 << 20,
+        loop_limit: None,
+    };
+}
