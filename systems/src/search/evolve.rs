@@ -11,6 +11,12 @@
 //! A proposal whose skeleton was proposed before is not proposed again (the memory of seen
 //! skeletons is bounded: two generations of [`SEEN_PER_GENERATION`] keys).
 //!
+//! A program that joins its front with a fitted constant next to a nice value (`1.5707963`,
+//! `0.3333333`: [`super::snap`]) is proposed again, first, with that constant written as the nice
+//! value (`π/2`, `1/3`), one constant at a time and all at once: where the law has the exact
+//! value, the snapped program fits as well with fewer constants and takes the place on the
+//! front.
+//!
 //! Everything is drawn from one seeded generator and the results it observes, so the same
 //! search proposes the same programs whatever the thread count.
 
@@ -19,6 +25,7 @@ use super::front::Front;
 use super::mutate::{Grammar, normalize};
 use super::proposer::{Context, Notes, Proposal, Proposer, ProposerError};
 use super::record::{Record, key};
+use super::snap;
 use ndvm_components::scene::search::Evolve as Settings;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -34,6 +41,10 @@ const MAX_PARAMS: usize = 6;
 const TRIES: usize = 40;
 /// One parent in this many comes from the front.
 const FROM_FRONT: u32 = 4;
+/// How close (relative) a fitted constant must be to a nice value to be snapped to it.
+pub const SNAP_TOLERANCE: f64 = 2e-3;
+/// Most snapped programs waiting to be proposed (the oldest go first).
+const SNAPS_WAITING: usize = 64;
 
 #[derive(Debug)]
 struct Elite {
@@ -55,6 +66,8 @@ pub struct Evolve {
     front: Front,
     front_parents: Vec<Elite>,
     seeds: VecDeque<Expr>,
+    /// Programs with constants snapped to nice values, and their remaining parameters.
+    snaps: VecDeque<(Expr, Vec<String>)>,
     seen: [HashSet<u64>; 2],
     proposed: u64,
 }
@@ -106,6 +119,7 @@ impl Evolve {
             front: Front::new(context.front_penalty),
             front_parents: Vec::new(),
             seeds,
+            snaps: VecDeque::new(),
             seen: [HashSet::new(), HashSet::new()],
             proposed: 0,
         })
@@ -139,6 +153,9 @@ impl Evolve {
             seed.symbols(&mut params);
             params.retain(|p| self.pool.contains(p));
             return (seed, params);
+        }
+        if let Some(snapped) = self.snaps.pop_front() {
+            return snapped;
         }
         let fresh = self.elite.is_empty() || self.rng.random_bool(0.1);
         if !fresh && let (Some(p), Some(d)) = (self.parent(), self.parent()) {
@@ -198,6 +215,7 @@ impl Evolve {
             return;
         }
         if self.front.offer(r) {
+            self.snap(r);
             let max_nodes = self.settings.max_nodes;
             self.front_parents = self
                 .front
@@ -234,6 +252,41 @@ impl Evolve {
             .elite
             .partition_point(|e| (e.fitness, e.key) < (fitness, k));
         self.elite.insert(at, elite);
+    }
+}
+
+impl Evolve {
+    /// Queues `r`'s program with each fitted constant near a nice value written as that value,
+    /// and with all of them at once when there are several.
+    fn snap(&mut self, r: &Record) {
+        let Some(parent) = parent_of(r, self.settings.max_nodes, 0.0) else {
+            return;
+        };
+        let near: Vec<(&String, f64)> = parent
+            .params
+            .iter()
+            .filter_map(|p| Some((p, snap::nice(*r.params.get(p)?, SNAP_TOLERANCE)?)))
+            .collect();
+        let mut sets: Vec<Vec<(&String, f64)>> = near.iter().map(|&n| vec![n]).collect();
+        if near.len() > 1 {
+            sets.push(near.clone());
+        }
+        for set in sets {
+            let mut e = parent.expr.clone();
+            for &(p, v) in &set {
+                e.substitute(p, v);
+            }
+            let params = parent
+                .params
+                .iter()
+                .filter(|p| !set.iter().any(|(q, _)| q == p))
+                .cloned()
+                .collect();
+            if self.snaps.len() == SNAPS_WAITING {
+                self.snaps.pop_front();
+            }
+            self.snaps.push_back((e, params));
+        }
     }
 }
 
@@ -288,5 +341,40 @@ impl Proposer for Evolve {
             self.consider(r);
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+    use std::f64::consts::PI;
+
+    #[test]
+    fn a_constant_next_to_a_nice_value_is_proposed_as_that_value() {
+        let context = Context {
+            inputs: vec!["theta".into(), "r".into()],
+            shared: Vec::new(),
+            params: Vec::new(),
+            success: String::new(),
+            front_penalty: None,
+            seed: 7,
+            base: ".".into(),
+            migrants: Vec::new(),
+        };
+        let mut evolve = Evolve::new(&Settings::default(), &context).expect("settings");
+        evolve.seeds.clear();
+        // `r·cos(θ − a)` with a fitted next to π/2, and b a scale that is nothing nice.
+        let src = "(* b (* r (cos (- theta a))))";
+        let mut r = Record::sample(0, src, "(* P (* r (cos (- theta P))))", 1e-12);
+        r.params = BTreeMap::from([("a".into(), 1.5707962881856794), ("b".into(), 0.7)]);
+        evolve
+            .observe(&[r], &mut Notes::default())
+            .expect("observes");
+        let next = evolve.propose(1, &mut Notes::default()).expect("proposes");
+        // (its one remaining constant renamed a)
+        let want = format!("(* a (* r (cos (- theta {:?}))))", PI / 2.0);
+        assert_eq!(next[0].src, want, "{:?}", next[0]);
+        assert_eq!(next[0].params.len(), 1, "{:?}", next[0]);
     }
 }

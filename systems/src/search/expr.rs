@@ -195,6 +195,18 @@ impl Expr {
         *e = with;
     }
 
+    /// Writes `value` for every occurrence of the symbol `name` outside a list's head.
+    pub fn substitute(&mut self, name: &str, value: f64) {
+        match self {
+            Expr::Sym(s) if s == name => *self = Expr::Num(value),
+            Expr::List(items) => items
+                .iter_mut()
+                .skip(1)
+                .for_each(|e| e.substitute(name, value)),
+            _ => {}
+        }
+    }
+
     /// Renames symbols: `rename(old)` returns the new name, or `None` to keep it.
     pub fn rename(&mut self, rename: &mut impl FnMut(&str) -> Option<String>) {
         match self {

@@ -12,6 +12,7 @@
 //! stays above 1e-8.
 
 use super::expr::Expr;
+use super::snap;
 use std::collections::BTreeMap;
 
 /// One-argument functions: (dialect name, sympy name, LaTeX command).
@@ -52,8 +53,9 @@ impl Equation {
         if params.values().any(|v| !v.is_finite()) {
             return None;
         }
-        let values = params.clone();
-        substitute(&mut e, &values);
+        for (name, &v) in params {
+            e.substitute(name, v);
+        }
         fold(&mut e);
         // A dry run in each form: `None` if any node has no infix form.
         let eq = Equation(e);
@@ -112,18 +114,6 @@ fn fold(e: &mut Expr) {
     };
     if v.is_finite() {
         *e = Expr::Num(v);
-    }
-}
-
-fn substitute(e: &mut Expr, values: &BTreeMap<String, f64>) {
-    match e {
-        Expr::Sym(s) => {
-            if let Some(v) = values.get(s.as_str()) {
-                *e = Expr::Num(*v);
-            }
-        }
-        Expr::List(items) => items.iter_mut().skip(1).for_each(|i| substitute(i, values)),
-        _ => {}
     }
 }
 
@@ -212,6 +202,11 @@ fn sympy(e: &Expr) -> Option<(String, Level)> {
     let part = |e: &Expr, at: Level| sympy(e).map(|p| wrap(p, at, "(", ")"));
     match e {
         Expr::Num(x) if x.is_finite() => {
+            // A literal a snap proposed (`pi/2`, `1/3`) prints exactly.
+            if let Some((s, _)) = snap::name(*x) {
+                let level = if *x < 0.0 { Level::Sum } else { Level::Product };
+                return Some((s, level));
+            }
             // Whole numbers print as integers: sympy reads `y**2`, not `y**2.0`, as a square.
             let s = if x.fract() == 0.0 && x.abs() < 1e15 {
                 format!("{}", *x as i64)
@@ -276,7 +271,10 @@ fn latex(e: &Expr) -> Option<(String, Level)> {
     match e {
         Expr::Num(x) => {
             let level = if *x < 0.0 { Level::Sum } else { Level::Atom };
-            Some((number(*x), level))
+            match snap::name(*x) {
+                Some((_, latex)) => Some((latex, level)),
+                None => Some((number(*x), level)),
+            }
         }
         Expr::Sym(s) => {
             let name = match s.split_at(1) {

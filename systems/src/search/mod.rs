@@ -58,6 +58,7 @@ pub mod report;
 mod retire;
 mod setup;
 pub mod shard;
+pub mod snap;
 pub mod stream;
 
 pub use proposer::{Context, Notes, Proposal, Proposer, ProposerError, ProposerRegistry};
