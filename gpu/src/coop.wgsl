@@ -15,14 +15,12 @@
 // through `workgroupUniformLoad`.
 
 const COOP: u32 = 64u;
-// Workgroup memory in floats (with WT, within the 16 KiB every adapter offers).
-const WSIZE: u32 = 3776u;
-// The longest run of independent scalar nodes (encode.rs: BATCH) and "no adjoint target".
-const BATCH: u32 = 127u;
-const NONE: u32 = 0xffffffffu;
+// WSIZE (workgroup memory in floats, with WT within the 16 KiB every adapter offers) and BATCH
+// (the longest run of independent scalar nodes) are prepended by the host (encode.rs).
+const NONE: u32 = 0xffffffffu; // "no adjoint target"
 
 var<workgroup> W: array<f32, WSIZE>;
-var<workgroup> WT: array<u32, 256>; // a batch's adjoint targets, two per node
+var<workgroup> WT: array<u32, 2u * BATCH>; // a batch's adjoint targets, two per node
 var<workgroup> W_PIVOT: u32;
 const SINGULAR: u32 = 0xffffffffu;
 var<workgroup> W_VALUE: f32;
@@ -42,15 +40,9 @@ fn member_of(ls: u32, gl: u32) -> bool {
     return ((w >> (gl % 32u)) & 1u) == 1u;
 }
 
-// Whether a node splits its elements over the workgroup (else invocation 0 runs it).
-fn wide(nd: Node) -> bool {
-    if nd.op < OP_SELECT { return nd.aux >= 8u; }
-    switch nd.op {
-        case OP_TRANSPOSE, OP_MATMUL, OP_MATVEC, OP_OUTER: { return true; }
-        case OP_DET, OP_LOGDET, OP_INV: { return nd.aux > 3u; }
-        default: { return false; }
-    }
-}
+// Whether a node splits its elements over the workgroup (else invocation 0 runs it): the host
+// decides (encode.rs: `wide`) and sets bit 23 of the node's first word.
+fn is_wide(i: u32) -> bool { return ((prog[i * 8u] >> 23u) & 1u) == 1u; }
 
 // ---- forward ----
 
@@ -477,7 +469,7 @@ fn main_coop(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_in
         while i < P.last {
             let nd = node(i);
             let run = min(batch_at(prog[i * 8u], false), P.last - i);
-            let w = run > 1u || wide(nd);
+            let w = run > 1u || is_wide(i);
             if w || after_wide { sync(); }
             if T == 0u {
                 while next < P.guards && prog[P.guard_base + next * 8u] <= i {
@@ -516,7 +508,7 @@ fn main_coop(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_in
     while i > P.first {
         let nd = node(i - 1u);
         let run = min(batch_at(prog[(i - 1u) * 8u], true), i - P.first);
-        let w = run > 1u || wide(nd);
+        let w = run > 1u || is_wide(i - 1u);
         if w || after_wide { sync(); }
         if run > 1u {
             batch_backward(i - 1u, run);

@@ -116,6 +116,11 @@ pub fn shader_source() -> String {
     ] {
         s += &format!("const CMP_{name}: u32 = {}u;\n", c as u32);
     }
+    s += &format!(
+        "const WSIZE: u32 = {}u;\nconst BATCH: u32 = {}u;\n",
+        crate::encode::WORKGROUP_FLOATS,
+        crate::encode::BATCH
+    );
     s += include_str!("interp.wgsl");
     s += include_str!("linalg.wgsl");
     s += include_str!("coop.wgsl");

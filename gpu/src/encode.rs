@@ -1,6 +1,7 @@
 //! The recording as the interpreter reads it.
 //!
-//! - **Program words** (`prog`): 8 words per node — `op | form << 8 | skip << 16`, lane set,
+//! - **Program words** (`prog`): 8 words per node — `op | form << 8 | skip << 16`, with bit 23
+//!   marking a wide node and bits 24–31 a run of independent nodes (`mark_batches`), lane set,
 //!   output slot, operand `a`, operand `b`, then the elements (elementwise), the else-set (a
 //!   merge) or `n` (linear algebra), and `m`, `k` of linear algebra — then 8 per guard —
 //!   position, lane set, kind (0 comparison, 1 index), `cmp | form << 8 | outcome << 16`
@@ -67,7 +68,7 @@ fn work(op: Op, aux: u32, m: u32, k: u32) -> u64 {
 /// backward), under each entry: `[per lane, cooperative]`. The software driver stops counting
 /// at [`Segmenting::loop_limit`]. In the cooperative entry a wide node's elements spread over
 /// 64 invocations (invocation 0 also searches the pivots), unless its operands exceed the
-/// workgroup memory that `det`, `logdet` and `inv` solve in (`coop.wgsl`: 3,776 floats).
+/// workgroup memory that `det`, `logdet` and `inv` solve in ([`WORKGROUP_FLOATS`]).
 fn iterations(op: Op, aux: u32, m: u32, k: u32) -> [u64; 2] {
     let (n, m, k) = (
         u64::from(aux.max(1)),
@@ -79,7 +80,8 @@ fn iterations(op: Op, aux: u32, m: u32, k: u32) -> [u64; 2] {
         // LU (n³/3) and Gauss–Jordan (n³) forward; inv's backward is two n³ products
         Op::Det | Op::LogDet | Op::Inv if n > 3 => {
             let i = 2 * n * n * n + 4 * n * n;
-            let fits = 2 * n * n + n <= 3776 && (op != Op::Inv || 3 * n * n <= 3776);
+            let w = WORKGROUP_FLOATS;
+            let fits = 2 * n * n + n <= w && (op != Op::Inv || 3 * n * n <= w);
             if fits { spread(i, n * n) } else { [i, i] }
         }
         Op::MatMul => spread(m * k * n + m * n + m * k + k * n, 0),
@@ -91,7 +93,7 @@ fn iterations(op: Op, aux: u32, m: u32, k: u32) -> [u64; 2] {
 }
 
 /// The elements a node splits over a workgroup in the cooperative entry, or `None` where one
-/// invocation runs it (`wide` in `coop.wgsl`).
+/// invocation runs it (marked with [`WIDE_BIT`] for the shader).
 fn wide(op: Op, aux: u32, m: u32, k: u32) -> Option<u32> {
     match op {
         Op::Select => None,
@@ -107,6 +109,11 @@ fn wide(op: Op, aux: u32, m: u32, k: u32) -> Option<u32> {
 /// Longest run of independent scalar nodes the cooperative entry spreads over its workgroup
 /// (the length fits 7 bits of the node's first word; `coop.wgsl` sizes its buffers for it).
 pub const BATCH: usize = 127;
+/// Workgroup memory of the cooperative entry in floats, for staging operands and solving
+/// (with the batch's adjoint targets, within the 16 KiB every adapter offers).
+pub const WORKGROUP_FLOATS: u64 = 3776;
+/// Bit of a node's first word that marks it wide (`coop.wgsl`: `is_wide`).
+const WIDE_BIT: u32 = 1 << 23;
 
 /// Marks runs of independent one-element nodes in `prog` (header bits 24–30: the run's
 /// length, on its first node and, with bit 31, on its last). The cooperative entry runs such a
@@ -211,8 +218,9 @@ impl Encoded {
             let w = wide(n.op, aux, m, k);
             widest = widest.max(w.unwrap_or(0));
             is_wide.push(w.is_some());
+            let flag = if w.is_some() { WIDE_BIT } else { 0 };
             prog.extend_from_slice(&[
-                n.op as u32 | (n.form as u32) << 8 | u32::from(skip) << 16,
+                n.op as u32 | (n.form as u32) << 8 | u32::from(skip) << 16 | flag,
                 n.lanes,
                 n.out,
                 n.a,

@@ -294,7 +294,7 @@ struct Node {
 fn node(i: u32) -> Node {
     let w = i * 8u;
     let h = prog[w];
-    return Node(h & 0xffu, (h >> 8u) & 0xffu, (h >> 16u) & 0xffu, prog[w + 1u], prog[w + 2u],
+    return Node(h & 0xffu, (h >> 8u) & 0xffu, (h >> 16u) & 3u, prog[w + 1u], prog[w + 2u],
         prog[w + 3u], prog[w + 4u], prog[w + 5u], prog[w + 6u], prog[w + 7u]);
 }
 

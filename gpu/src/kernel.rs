@@ -12,7 +12,7 @@
 //!   work is dense linear algebra: the per-thread work drops by up to 64×, and a few thousand
 //!   lanes fill a device that keeps hundreds of thousands of threads in flight.
 //!
-//! [`Kernel::Auto`] picks by the tape's shape ([`Kernel::choose`]). Both entries compute the
+//! [`Kernel::Auto`] picks by the tape's shape ([`Kernel::resolve`]). Both entries compute the
 //! same values: each element's arithmetic is the same code in the same order.
 
 use crate::encode::Encoded;
@@ -20,7 +20,7 @@ use crate::encode::Encoded;
 /// The interpreter entry a tape runs with.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum Kernel {
-    /// [`Kernel::choose`] decides from the tape.
+    /// [`Kernel::resolve`] decides from the tape.
     #[default]
     Auto,
     /// One invocation per lane.
@@ -38,7 +38,7 @@ pub const COOPERATE_FROM: u32 = 64;
 pub const SERIAL_SHARE: u64 = 16;
 
 impl Kernel {
-    /// Parses `auto`, `lane` or `coop` (the benches' `NDVM_GPU_KERNEL`).
+    /// Parses `auto`, `lane` or `coop` (the GPU bench's `NDVM_GPU_KERNELS`).
     pub fn parse(s: &str) -> Option<Kernel> {
         match s {
             "auto" => Some(Kernel::Auto),

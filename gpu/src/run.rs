@@ -218,6 +218,13 @@ impl Gpu {
         })
     }
 
+    /// The cooperative entry's grid for `width` lanes, one workgroup each: `(x, y)` with lane
+    /// `y · x + x'` (a dimension holds at most the device's workgroups per dimension).
+    fn coop_grid(&self, width: usize) -> (usize, usize) {
+        let row = width.clamp(1, self.limits.max_compute_workgroups_per_dimension as usize);
+        (row, width.div_ceil(row))
+    }
+
     /// Rows a run reads back: the result's, then one per program input.
     fn readback_rows(&self, rec: &Recording<'_, f32>) -> usize {
         rec.result.len() + rec.inputs.len()
@@ -250,7 +257,7 @@ impl Gpu {
             first: 0,
             last: 0,
             guard_from: 0,
-            grid: width.min(self.limits.max_compute_workgroups_per_dimension as usize) as u32,
+            grid: self.coop_grid(width).0 as u32,
             pad: [0; 2],
         };
         let d = &self.device;
@@ -404,12 +411,7 @@ impl DeviceTape {
             encoder.clear_buffer(&c.flags, 0, None);
             let mut pass = encoder.begin_compute_pass(&Default::default());
             let (x, y) = match self.kernel {
-                Kernel::Cooperative => {
-                    let row = c
-                        .width
-                        .min(gpu.limits.max_compute_workgroups_per_dimension as usize);
-                    (row, c.width.div_ceil(row))
-                }
+                Kernel::Cooperative => gpu.coop_grid(c.width),
                 _ => (c.width.div_ceil(WORKGROUP), 1),
             };
             pass.set_pipeline(match self.kernel {

@@ -253,9 +253,7 @@ impl Evolve {
             .partition_point(|e| (e.fitness, e.key) < (fitness, k));
         self.elite.insert(at, elite);
     }
-}
 
-impl Evolve {
     /// Queues `r`'s program with each fitted constant near a nice value written as that value,
     /// and with all of them at once when there are several.
     fn snap(&mut self, r: &Record) {
