@@ -119,6 +119,7 @@ class SymbolicRegressor:
         binary: Sequence[str] = ...,
         max_nodes: int = ...,
         elite: int = ...,
+        nested: bool = ...,
         optimizer: str = ...,
         steps: int = ...,
         draws: int = ...,

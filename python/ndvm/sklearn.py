@@ -65,6 +65,10 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):  # type: ignore[misc,val
     elite : int, default 24
         How many of the best distinct programs the search breeds from (with its Pareto front):
         larger keeps more kinds of program alive, smaller searches closer to the best.
+    nested : bool, default False
+        Let the search build a function inside another of its family (``exp``/``log`` inside
+        ``exp``/``log``, ``sin``/``cos``/``tan`` inside one of them). Off, it spends its budget
+        on other shapes instead of polishing ``exp(exp(…))`` approximations.
     optimizer : ``"lm"`` (default) or ``"adam"``
         How each program's constants are fitted: Levenberg–Marquardt on the exact Jacobian
         (precise, so that the front compares laws rather than where an optimizer stopped), or
@@ -99,6 +103,7 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):  # type: ignore[misc,val
         binary: Sequence[str] = ("+", "-", "*", "/"),
         max_nodes: int = 30,
         elite: int = 24,
+        nested: bool = False,
         optimizer: str = "lm",
         steps: int = 40,
         draws: int = 4,
@@ -113,6 +118,7 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):  # type: ignore[misc,val
         self.binary = binary
         self.max_nodes = max_nodes
         self.elite = elite
+        self.nested = nested
         self.optimizer = optimizer
         self.steps = steps
         self.draws = draws
@@ -208,6 +214,7 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):  # type: ignore[misc,val
                                 "binary": list(self.binary),
                                 "max_nodes": int(self.max_nodes),
                                 "elite": int(self.elite),
+                                "nested": bool(self.nested),
                             }
                         }
                     ],

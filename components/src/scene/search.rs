@@ -154,6 +154,8 @@ pub enum ProposerSpec {
         loop_steps: Vec<u32>,
         #[serde(default)]
         seeds: Vec<String>,
+        #[serde(default)]
+        nested: bool,
     },
     /// A proposer a plugin registered under `name`, with its own settings.
     Plugin {
@@ -182,6 +184,11 @@ pub struct Evolve {
     /// Seed programs (besides every result it sees), naming their parameters with single
     /// letters: with none, it starts from `(* a x)` for each input `x`.
     pub seeds: Vec<String>,
+    /// Allow a function inside another of its family: `exp`/`log` inside `exp`/`log`, `sin`,
+    /// `cos`/`tan` inside one of them. Off by default: such towers (`exp(exp(…))`,
+    /// `cos(log(log(…)))`) rarely are laws, and a search fitting noise-free data otherwise
+    /// spends its budget polishing them as approximations.
+    pub nested: bool,
 }
 
 impl ProposerSpec {
@@ -196,6 +203,7 @@ impl ProposerSpec {
                 loops,
                 loop_steps,
                 seeds,
+                nested,
             } => Some(Evolve {
                 elite: *elite,
                 max_nodes: *max_nodes,
@@ -204,6 +212,7 @@ impl ProposerSpec {
                 loops: *loops,
                 loop_steps: loop_steps.clone(),
                 seeds: seeds.clone(),
+                nested: *nested,
             }),
             _ => None,
         }
@@ -220,6 +229,7 @@ impl Default for Evolve {
             loops: false,
             loop_steps: defaults::loop_steps(),
             seeds: Vec::new(),
+            nested: false,
         }
     }
 }

@@ -22,7 +22,7 @@
 
 use super::expr::{Expr, skeleton};
 use super::front::Front;
-use super::mutate::{Grammar, normalize};
+use super::mutate::{Grammar, nests, normalize};
 use super::proposer::{Context, Notes, Proposal, Proposer, ProposerError};
 use super::record::{Record, key};
 use super::snap;
@@ -146,16 +146,17 @@ impl Evolve {
         Some(((u * u) * self.elite.len() as f64) as usize % self.elite.len())
     }
 
-    /// One new program (with `?` for new parameters and the parent's names for the others).
-    fn candidate(&mut self) -> (Expr, Vec<String>) {
+    /// One new program (with `?` for new parameters and the parent's names for the others), or
+    /// `None` when the mutation drawn does not apply or builds a nested function.
+    fn candidate(&mut self) -> Option<(Expr, Vec<String>)> {
         if let Some(seed) = self.seeds.pop_front() {
             let mut params = Vec::new();
             seed.symbols(&mut params);
             params.retain(|p| self.pool.contains(p));
-            return (seed, params);
+            return Some((seed, params));
         }
         if let Some(snapped) = self.snaps.pop_front() {
-            return snapped;
+            return Some(snapped);
         }
         let fresh = self.elite.is_empty() || self.rng.random_bool(0.1);
         if !fresh && let (Some(p), Some(d)) = (self.parent(), self.parent()) {
@@ -179,10 +180,17 @@ impl Evolve {
                     .or(child);
             }
             if let Some(c) = child {
-                return (c, parent.params.clone());
+                let params = parent.params.clone();
+                return self.allowed(&c).then_some((c, params));
             }
         }
-        (self.grammar.term(3, &mut self.rng), Vec::new())
+        let term = self.grammar.term(3, &mut self.rng);
+        self.allowed(&term).then_some((term, Vec::new()))
+    }
+
+    /// Whether a program it built keeps to its nesting rule.
+    fn allowed(&self, e: &Expr) -> bool {
+        self.settings.nested || !nests(e)
     }
 
     /// A named, size-checked, unseen proposal, or `None`.
@@ -255,7 +263,10 @@ impl Evolve {
     }
 
     /// Queues `r`'s program with each fitted constant near a nice value written as that value,
-    /// and with all of them at once when there are several.
+    /// and with all of them at once when there are several; then, with each other constant
+    /// written as 1 — a constant that only rescales others (`a/(b·x + c)`) is then dropped, the
+    /// refit moves the scale into the rest, and those may land on nice values
+    /// (`−9/(x − 3)`).
     fn snap(&mut self, r: &Record) {
         let Some(parent) = parent_of(r, self.settings.max_nodes, 0.0) else {
             return;
@@ -269,11 +280,19 @@ impl Evolve {
         if near.len() > 1 {
             sets.push(near.clone());
         }
+        if parent.params.len() > 1 {
+            let free = parent
+                .params
+                .iter()
+                .filter(|p| !near.iter().any(|(q, _)| q == p));
+            sets.extend(free.map(|p| vec![(p, 1.0)]));
+        }
         for set in sets {
             let mut e = parent.expr.clone();
             for &(p, v) in &set {
                 e.substitute(p, v);
             }
+            e.drop_unit_factors();
             let params = parent
                 .params
                 .iter()
@@ -312,7 +331,9 @@ impl Proposer for Evolve {
         let mut out = Vec::with_capacity(n);
         for _ in 0..n.max(1) {
             for _ in 0..TRIES {
-                let (e, params) = self.candidate();
+                let Some((e, params)) = self.candidate() else {
+                    continue;
+                };
                 if let Some(p) = self.finish(e, &params) {
                     out.push(p);
                     break;
@@ -374,5 +395,82 @@ mod tests {
         let want = format!("(* a (* r (cos (- theta {:?}))))", PI / 2.0);
         assert_eq!(next[0].src, want, "{:?}", next[0]);
         assert_eq!(next[0].params.len(), 1, "{:?}", next[0]);
+    }
+
+    fn context(inputs: &[&str]) -> Context {
+        Context {
+            inputs: inputs.iter().map(|s| s.to_string()).collect(),
+            shared: Vec::new(),
+            params: Vec::new(),
+            success: String::new(),
+            front_penalty: None,
+            seed: 7,
+            base: ".".into(),
+            migrants: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_constant_that_only_rescales_the_others_is_proposed_as_one() {
+        let mut evolve = Evolve::new(&Settings::default(), &context(&["x"])).expect("settings");
+        evolve.seeds.clear();
+        // 2.364/(0.788 − 0.2627·x) is 9/(3 − x) written with a spare scale.
+        let src = "(/ a (+ (* b x) c))";
+        let mut r = Record::sample(0, src, "(/ P (+ (* P x) P))", 1e-20);
+        r.params = BTreeMap::from([
+            ("a".into(), 2.364),
+            ("b".into(), -0.2627),
+            ("c".into(), 0.788),
+        ]);
+        evolve
+            .observe(&[r], &mut Notes::default())
+            .expect("observes");
+        let next: Vec<String> = evolve
+            .propose(3, &mut Notes::default())
+            .expect("proposes")
+            .into_iter()
+            .map(|p| p.src)
+            .collect();
+        assert_eq!(
+            next,
+            [
+                "(/ 1 (+ (* a x) b))",
+                "(/ a (+ x b))",
+                "(/ a (+ (* b x) 1))"
+            ],
+            "each constant written as 1 in turn"
+        );
+    }
+
+    #[test]
+    fn its_mutations_keep_functions_out_of_their_own_family() {
+        let built = |nested: bool| {
+            let settings = Settings {
+                nested,
+                ..Settings::default()
+            };
+            let mut evolve = Evolve::new(&settings, &context(&["x", "y"])).expect("settings");
+            evolve.seeds.clear();
+            let records: Vec<Record> = ["(* a (exp (* b x)))", "(sin (* a (log y)))"]
+                .iter()
+                .enumerate()
+                .map(|(i, src)| {
+                    let mut r = Record::sample(i as u64, src, src, 0.1 + i as f64);
+                    r.params = BTreeMap::from([("a".into(), 0.3), ("b".into(), 0.7)]);
+                    r
+                })
+                .collect();
+            evolve
+                .observe(&records, &mut Notes::default())
+                .expect("observes");
+            let out = evolve
+                .propose(2000, &mut Notes::default())
+                .expect("proposes");
+            out.iter()
+                .filter(|p| nests(&Expr::parse(&p.src, 100).expect("tree")))
+                .count()
+        };
+        assert_eq!(built(false), 0);
+        assert!(built(true) > 0, "allowed, some mutations nest");
     }
 }

@@ -207,6 +207,30 @@ impl Expr {
         }
     }
 
+    /// Drops factors and divisors that are the literal 1: `(* 1 x)` and `(/ x 1)` become `x`.
+    pub fn drop_unit_factors(&mut self) {
+        let Expr::List(items) = self else {
+            return;
+        };
+        items.iter_mut().skip(1).for_each(Expr::drop_unit_factors);
+        let one = |e: &Expr| matches!(e, Expr::Num(x) if *x == 1.0);
+        let kept = match (self.head(), &self.as_slice()[1..]) {
+            (Some("*"), [a, b]) if one(a) => Some(b.clone()),
+            (Some("*" | "/"), [a, b]) if one(b) => Some(a.clone()),
+            _ => None,
+        };
+        if let Some(k) = kept {
+            *self = k;
+        }
+    }
+
+    fn as_slice(&self) -> &[Expr] {
+        match self {
+            Expr::List(items) => items,
+            _ => &[],
+        }
+    }
+
     /// Renames symbols: `rename(old)` returns the new name, or `None` to keep it.
     pub fn rename(&mut self, rename: &mut impl FnMut(&str) -> Option<String>) {
         match self {

@@ -26,6 +26,8 @@ const FUNCTIONS: &[(&str, &str, &str)] = &[
     ("tanh", "tanh", "\\tanh"),
     ("sinh", "sinh", "\\sinh"),
     ("cosh", "cosh", "\\cosh"),
+    ("asin", "asin", "\\arcsin"),
+    ("acos", "acos", "\\arccos"),
     ("atan", "atan", "\\arctan"),
     ("abs", "Abs", ""),
 ];

@@ -170,14 +170,19 @@ impl Grammar {
                     Expr::call(op, [t, here])
                 }
             }
-            // Insert a unary primitive, scaling its argument half of the time.
+            // Insert a unary primitive around the subtree as it is, scaled, or scaled and
+            // shifted (`(sqrt (+ (* a x) b))`: `√(1 − β²)` is one step from `β²`).
             30..=44 => {
                 let u = self.unary.choose(rng)?;
-                if rng.random_bool(0.5) {
-                    Expr::call(u, [Expr::call("*", [Grammar::fresh(), here])])
-                } else {
-                    Expr::call(u, [here])
-                }
+                let inner = match rng.random_range(0..10) {
+                    0..=3 => here,
+                    4..=6 => Expr::call("*", [Grammar::fresh(), here]),
+                    _ => Expr::call(
+                        "+",
+                        [Expr::call("*", [Grammar::fresh(), here]), Grammar::fresh()],
+                    ),
+                };
+                Expr::call(u, [inner])
             }
             // Drop a unary primitive.
             45..=51 => match &here {
@@ -267,6 +272,34 @@ impl Grammar {
             ],
         ))
     }
+}
+
+/// Families of functions that do not nest within themselves unless a search allows it.
+const FAMILIES: [&[&str]; 2] = [&["exp", "log"], &["sin", "cos", "tan"]];
+
+/// Whether `e` has a function inside another of its family (`(exp (* a (log x)))`,
+/// `(cos (sin x))`): what `Evolve(nested: false)` keeps out of its mutations.
+pub fn nests(e: &Expr) -> bool {
+    fn walk(e: &Expr, inside: &mut [bool; 2]) -> bool {
+        let Expr::List(items) = e else {
+            return false;
+        };
+        let family = e
+            .head()
+            .and_then(|h| FAMILIES.iter().position(|f| f.contains(&h)));
+        if let Some(f) = family {
+            if inside[f] {
+                return true;
+            }
+            inside[f] = true;
+        }
+        let found = items.iter().skip(1).any(|i| walk(i, inside));
+        if let Some(f) = family {
+            inside[f] = false;
+        }
+        found
+    }
+    walk(e, &mut [false; 2])
 }
 
 /// `base`, or `base2`, `base3`, … — the first name `e` does not mention.
@@ -367,5 +400,45 @@ mod tests {
             }
         }
         assert!(kinds.contains("loop") && kinds.len() >= 5, "{kinds:?}");
+    }
+
+    #[test]
+    fn a_function_nests_only_inside_another_family() {
+        for nested in [
+            "(exp (* a (exp x)))",
+            "(log (+ 1 (exp x)))",
+            "(cos (* a (sin x)))",
+            "(sin (+ x (* b (tan (sqrt y)))))",
+        ] {
+            assert!(nests(&parse(nested)), "{nested}");
+        }
+        for flat in [
+            "(/ m (cos (/ v c)))",
+            "(exp (sin x))",
+            "(+ (exp x) (log y))",
+            "(asin (* n (sin t)))",
+            "(sqrt (sqrt x))",
+            "(log (cos (* a x)))",
+        ] {
+            assert!(!nests(&parse(flat)), "{flat}");
+        }
+    }
+
+    #[test]
+    fn an_inserted_function_can_shift_its_argument() {
+        let g = Grammar {
+            inputs: vec!["v".into()],
+            unary: vec!["sqrt".into()],
+            binary: vec!["*".into()],
+            loop_steps: Vec::new(),
+        };
+        let parent = parse("(square v)");
+        let donor = parse("v");
+        let mut rng = ChaCha8Rng::seed_from_u64(5);
+        let want = "(sqrt (+ (* ? (square v)) ?))";
+        let found = (0..2000)
+            .filter_map(|_| g.mutate(&parent, (&donor, &[]), &mut rng))
+            .any(|c| c.to_string() == want);
+        assert!(found, "no mutation built {want}");
     }
 }
