@@ -11,7 +11,7 @@
 //! rewrites hold for the families, not for fixed values: a subterm of parameters alone is one
 //! parameter (`(* P P)` → `P`, `(exp P)` → `P`); `P·(x + x)` and `P·x + x` are a scaled `x`; a
 //! parameter factors out of a sum of a scaled term and a parameter (`P·x + P` → `P·(x + P)`);
-//! signs and reciprocals fold into a parameter beside them; with commutativity, associativity,
+//! signs and reciprocals fold into a parameter beside them (`P − x` is `−(x + P)`); with commutativity, associativity,
 //! `a/b = a·b⁻¹`, `square x = x·x`, `x − x = 0`, `x/x = 1`, `log(exp x) = x` and `exp(log x) = x`. Ranges (`exp P > 0`,
 //! `log` of a negative) and zero divisors are ignored: a cheap, documented approximation. What
 //! the budget does not reach is left ungrouped: a missed equivalence shows as two front
@@ -48,6 +48,9 @@ const RULES: &[(&str, &str, &str)] = &[
     ("inv-inv", "(inv (inv ?a))", "?a"),
     ("neg-neg", "(neg (neg ?a))", "?a"),
     ("neg-add", "(neg (+ ?a ?b))", "(+ (neg ?a) (neg ?b))"),
+    ("neg-mul", "(* ?a (neg ?b))", "(neg (* ?a ?b))"),
+    ("neg-inv", "(inv (neg ?a))", "(neg (inv ?a))"),
+    ("sub-from-param", "(+ P (neg ?a))", "(neg (+ P ?a))"),
     ("add-zero", "(+ ?a 0)", "?a"),
     ("mul-one", "(* ?a 1)", "?a"),
     ("log-exp", "(log (exp ?a))", "?a"),
@@ -246,6 +249,12 @@ mod tests {
         // Michaelis–Menten, divided through by a parameter.
         assert!(same("(/ (* P S) (+ (* P S) P))", "(/ (* P S) (+ S P))"));
         assert!(same("(/ (* P S) (+ S P))", "(/ S (+ (* P S) P))"));
+        // S/(a − S)/b with a < 0: the sign comes out of the difference into the scale.
+        assert!(same("(/ (/ S (- P S)) P)", "(/ (* P S) (+ P S))"));
+        assert!(
+            !same("(/ S (- P S))", "(/ S (+ P S))"),
+            "no free scale takes the sign"
+        );
         assert!(
             !same("(/ (* P S) (+ S P))", "(/ S (+ P S))"),
             "no free scale"

@@ -17,6 +17,10 @@
 //! value, the snapped program fits as well with fewer constants and takes the place on the
 //! front.
 //!
+//! Each constant of such a program is also tried written as 1, which drops a constant that only
+//! rescales the others. Its mutations keep `exp`/`log` and `sin`/`cos`/`tan` out of their own
+//! family unless the settings allow it (`nested`).
+//!
 //! Everything is drawn from one seeded generator and the results it observes, so the same
 //! search proposes the same programs whatever the thread count.
 
@@ -371,17 +375,8 @@ mod tests {
 
     #[test]
     fn a_constant_next_to_a_nice_value_is_proposed_as_that_value() {
-        let context = Context {
-            inputs: vec!["theta".into(), "r".into()],
-            shared: Vec::new(),
-            params: Vec::new(),
-            success: String::new(),
-            front_penalty: None,
-            seed: 7,
-            base: ".".into(),
-            migrants: Vec::new(),
-        };
-        let mut evolve = Evolve::new(&Settings::default(), &context).expect("settings");
+        let mut evolve =
+            Evolve::new(&Settings::default(), &context(&["theta", "r"])).expect("settings");
         evolve.seeds.clear();
         // `r·cos(θ − a)` with a fitted next to π/2, and b a scale that is nothing nice.
         let src = "(* b (* r (cos (- theta a))))";
