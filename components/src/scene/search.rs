@@ -184,8 +184,8 @@ pub struct Evolve {
     /// Seed programs (besides every result it sees), naming their parameters with single
     /// letters: with none, it starts from `(* a x)` for each input `x`.
     pub seeds: Vec<String>,
-    /// Allow a function inside another of its family: `exp`/`log` inside `exp`/`log`, `sin`,
-    /// `cos`/`tan` inside one of them. Off by default: such towers (`exp(exp(…))`,
+    /// Allow a function inside another of its family: `exp`/`log` inside `exp`/`log`,
+    /// `sin`/`cos`/`tan` inside one of them. Off by default: such towers (`exp(exp(…))`,
     /// `cos(log(log(…)))`) rarely are laws, and a search fitting noise-free data otherwise
     /// spends its budget polishing them as approximations.
     pub nested: bool,

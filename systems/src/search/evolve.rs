@@ -151,7 +151,8 @@ impl Evolve {
     }
 
     /// One new program (with `?` for new parameters and the parent's names for the others), or
-    /// `None` when the mutation drawn does not apply or builds a nested function.
+    /// `None` when what it built breaks the nesting rule (a mutation that does not apply gives
+    /// way to a random term, as before).
     fn candidate(&mut self) -> Option<(Expr, Vec<String>)> {
         if let Some(seed) = self.seeds.pop_front() {
             let mut params = Vec::new();
