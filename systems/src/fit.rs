@@ -29,7 +29,7 @@ use crate::plugin::Engine;
 use crate::population::{self, PopulationError};
 use crate::profile::{Profile, Stage};
 use crate::report::{self, CandidateResult, FitReport};
-use crate::resources::{FitSettings, Programs, StopSignal};
+use crate::resources::{DeviceWidth, FitSettings, Programs, StopSignal};
 use crate::stages;
 use bevy_ecs::prelude::*;
 use bevy_ecs::schedule::SingleThreadedExecutor;
@@ -154,6 +154,7 @@ impl Fit {
             primitives: options.engine.primitives.clone(),
         });
         world.insert_resource(Profile::default());
+        world.insert_resource(DeviceWidth::default());
         world.insert_resource(StopSignal(ndvm_engine::Stop {
             flag: Some(options.interrupted.clone().unwrap_or_default()),
             deadline: scene
@@ -179,8 +180,9 @@ impl Fit {
                 // `Auto` never takes a software adapter; `Gpu` does, and is told.
                 warnings.extend(used.software_warning());
                 world.resource_mut::<Profile>().used = used;
-                let mut s = world.resource_mut::<FitSettings>();
-                s.lanes_per_group = s.lanes_per_group.max(stages::gpu::GPU_LANES_PER_GROUP);
+                if !world.resource::<FitSettings>().walk_every_step {
+                    world.insert_resource(DeviceWidth(Some(stages::gpu::GPU_LANES_PER_GROUP)));
+                }
             }
             world.insert_resource(ctx);
             if precision == Precision::F32 {

@@ -30,9 +30,9 @@ pub struct Machine<R: Real> {
     pub bindings: ndvm_engine::Bindings<R>,
     /// Walks so far: a tape uploaded to the GPU belongs to one walk.
     pub walks: u64,
-    /// The tape on the GPU and the walk it came from (see `stages::gpu`).
+    /// The tape on the GPU, the walk it came from and the lanes it runs (see `stages::gpu`).
     #[cfg(feature = "gpu")]
-    pub device: Option<(u64, ndvm_gpu::DeviceTape)>,
+    pub device: Option<crate::stages::gpu::OnDevice>,
 }
 
 impl<R: Real> Default for Machine<R> {
@@ -59,18 +59,7 @@ impl<R: Real> Machine<R> {
 
     /// The evaluator lane of each of `lanes` (a subset of [`Machine::walked`], both ascending).
     pub fn columns(&self, lanes: &[usize]) -> Vec<usize> {
-        if self.is_whole(lanes) {
-            return (0..lanes.len()).collect();
-        }
-        let mut cols = Vec::with_capacity(lanes.len());
-        let mut c = 0;
-        for &l in lanes {
-            while self.walked.get(c).is_some_and(|&w| w < l) {
-                c += 1;
-            }
-            cols.push(c);
-        }
-        cols
+        positions(&self.walked, lanes)
     }
 
     /// The numbers of `v` per lane, widened to f64 (`None` when `v` is not a number).
@@ -79,6 +68,22 @@ impl<R: Real> Machine<R> {
             .numbers(v)
             .map(|xs| xs.into_iter().map(Real::to_f64).collect())
     }
+}
+
+/// The position in `all` of each of `lanes` (a subset of `all`, both ascending).
+pub fn positions(all: &[usize], lanes: &[usize]) -> Vec<usize> {
+    if lanes.len() == all.len() {
+        return (0..lanes.len()).collect();
+    }
+    let mut cols = Vec::with_capacity(lanes.len());
+    let mut c = 0;
+    for &l in lanes {
+        while all.get(c).is_some_and(|&w| w < l) {
+            c += 1;
+        }
+        cols.push(c);
+    }
+    cols
 }
 
 /// Spawns a lane group entity: its lanes, its evaluator and its outputs (routed to the walk

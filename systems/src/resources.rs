@@ -60,3 +60,11 @@ pub struct Programs {
     pub cache: ProgramCache,
     pub primitives: Registry,
 }
+
+/// How wide the groups a device replays are cut (`stages::gpu`): while a device is in use, a
+/// candidate's lanes go into groups this wide — one lane walked on the CPU, every lane replayed
+/// on the device — unless the device cannot run it ([`crate::stages::schedule::OnHost`]).
+/// `None` without a device (or once it is lost): every group is [`FitSettings::lanes_per_group`]
+/// wide.
+#[derive(Resource, Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DeviceWidth(pub Option<usize>);

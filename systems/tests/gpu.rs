@@ -1,6 +1,7 @@
 //! A fit on the GPU (`device: Gpu`) against the same fit on the CPU: the 2-D Kalman scene in
-//! f32, its 16 restarts replayed by the device from the second step on. Without any adapter the
-//! test skips (with `REQUIRE_GPU=1`, it fails).
+//! f32, one lane walked and its 16 restarts replayed by the device from the first step on; and
+//! a data fit whose lanes take different paths (split off, walked on the CPU, replayed on the
+//! device). Without any adapter the tests skip (with `REQUIRE_GPU=1`, they fail).
 #![cfg(feature = "gpu")]
 
 use ndvm_components::scene::{Device, Precision, Scene};
@@ -20,14 +21,20 @@ fn kalman(device: Device) -> Scene {
     scene
 }
 
+/// Whether a device is there to test; without one, the test skips unless `REQUIRE_GPU=1`.
+fn have_gpu() -> bool {
+    match ndvm_gpu::Gpu::shared() {
+        Ok(_) => true,
+        Err(e) if std::env::var("REQUIRE_GPU").is_ok_and(|v| v == "1") => {
+            panic!("REQUIRE_GPU=1 but {e}")
+        }
+        Err(_) => false,
+    }
+}
+
 #[test]
 fn a_gpu_fit_agrees_with_the_cpu_fit() {
-    if let Err(e) = ndvm_gpu::Gpu::shared() {
-        assert!(
-            std::env::var("REQUIRE_GPU").is_ok_and(|v| v != "1")
-                || std::env::var("REQUIRE_GPU").is_err(),
-            "REQUIRE_GPU=1 but {e}"
-        );
+    if !have_gpu() {
         return;
     }
     let run = |device| {
@@ -38,14 +45,21 @@ fn a_gpu_fit_agrees_with_the_cpu_fit() {
     let (cpu, cpu_profile) = run(Device::Cpu);
     let (gpu, gpu_profile) = run(Device::Gpu);
     assert_eq!(cpu_profile.device.runs, 0);
-    // The first step walks; every replay the CPU fit made, the GPU fit made on the device.
+    // Every evaluation the CPU fit made (one walk of 16 lanes, then replays), the GPU fit made
+    // on the device, from one walked lane uploaded once.
     assert!(cpu_profile.counters.replays >= 5);
     assert_eq!(
-        gpu_profile.device.runs, cpu_profile.counters.replays,
+        gpu_profile.device.runs,
+        cpu_profile.counters.replays + cpu_profile.counters.walks,
         "{:?}",
         gpu_profile.device
     );
+    assert_eq!(gpu_profile.device.uploads, 1);
     assert_eq!(gpu_profile.counters.walks, cpu_profile.counters.walks);
+    assert_eq!(
+        (gpu_profile.counters.lanes, cpu_profile.counters.lanes),
+        (1, 16)
+    );
     // The results name the device; a software adapter is called what it is, and warned about.
     assert_eq!(cpu.device, ndvm_systems::device::DeviceUsed::cpu());
     assert_eq!(gpu.device.kind, "gpu");
@@ -76,6 +90,91 @@ fn a_gpu_fit_agrees_with_the_cpu_fit() {
     }
 }
 
+/// A data fit in f32 whose lanes (restart × data point) take either branch of a comparison of
+/// the data with a parameter, and move between them as the parameter is fitted.
+fn piecewise(device: Device) -> Scene {
+    let text = r#"Scene(
+        candidates: [
+            Inline(name: "ramp", src: "(if (< t k) (* A t) (+ (* A k) (* B (- t k))))"),
+            Inline(name: "decay", src: "(* A (exp (- 0 (* k t))))"),
+        ],
+        parameters: Parameters(
+            names: ["A", "k", "B"],
+            init: {"A": 1.0, "k": 2.0, "B": -0.5},
+            restarts: Restarts(count: 6, scale: 0.3, seed: 4),
+        ),
+        data: Some(Csv(path: "decay.csv", columns: {"t": "t"}, target: "counts")),
+        loss: Mse,
+        optimizer: Adam(lr: 0.05),
+        precision: Some(F32),
+        steps: 25,
+    )"#;
+    let mut scene = Scene::from_ron(text).expect("parses");
+    scene.device = Some(device);
+    scene
+}
+
+#[test]
+fn lanes_on_other_paths_leave_a_wide_device_group_and_agree_with_the_cpu() {
+    if !have_gpu() {
+        return;
+    }
+    let run = |device| {
+        let options = FitOptions {
+            // Split-off lanes are walked on the CPU in groups of at most 16.
+            settings: FitSettings {
+                lanes_per_group: 16,
+                ..FitSettings::default()
+            },
+            ..FitOptions::default()
+        };
+        let mut fit = Fit::new(&piecewise(device), &scenes(), &options).expect("starts");
+        let report = fit.run(|_| {});
+        (report, fit.profile().report())
+    };
+    let (cpu, cpu_profile) = run(Device::Cpu);
+    let (gpu, gpu_profile) = run(Device::Gpu);
+    let c = &gpu_profile.counters;
+    // 6 restarts × 40 points = 240 lanes per candidate: the CPU cuts 15 groups of 16 and walks
+    // every lane; the device takes each candidate as one group and walks one lane of it (and
+    // on the CPU, the ramp's lanes past its corner: about 190).
+    assert!(
+        cpu_profile.counters.lanes >= 480,
+        "{:?}",
+        cpu_profile.counters
+    );
+    assert!(
+        c.lanes * 2 < cpu_profile.counters.lanes,
+        "{} lanes walked against {}",
+        c.lanes,
+        cpu_profile.counters.lanes
+    );
+    // The ramp's lanes past its corner failed the walked lane's guard and were split off.
+    assert!(
+        c.guard_failures.comparison > 0 && c.rewalked_lanes > 0,
+        "{c:?}"
+    );
+    assert!(gpu_profile.device.runs > 25, "{:?}", gpu_profile.device);
+    for (c, g) in cpu.candidates.iter().zip(&gpu.candidates) {
+        assert_eq!((c.status, g.status), ("done", "done"), "{}", c.name);
+        assert!(
+            (c.loss - g.loss).abs() <= 1e-4 * c.loss.abs().max(1e-6),
+            "{}: loss cpu {} gpu {}",
+            c.name,
+            c.loss,
+            g.loss
+        );
+        for (name, &v) in &c.params {
+            let w = g.params[name];
+            assert!(
+                (v - w).abs() <= 1e-3 * v.abs().max(1e-2),
+                "{}: {name} {v} {w}",
+                c.name
+            );
+        }
+    }
+}
+
 #[test]
 fn device_gpu_needs_f32() {
     let mut scene = kalman(Device::Gpu);
@@ -84,4 +183,56 @@ fn device_gpu_needs_f32() {
         Err(FitError::Device(msg)) => assert!(msg.contains("f32"), "{msg}"),
         other => panic!("expected a device error, got {:?}", other.map(|_| ())),
     }
+}
+
+#[path = "../examples/hill_plugin.rs"]
+#[allow(dead_code)]
+mod hill;
+
+#[test]
+fn a_candidate_the_device_cannot_run_stays_on_the_cpu_at_its_width() {
+    if !have_gpu() {
+        return;
+    }
+    // A plugin's primitive (Rust code) cannot run on the device.
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("examples");
+    let text = std::fs::read_to_string(dir.join("hill.scene.ron")).expect("scene");
+    let mut scene = Scene::from_ron(&text).expect("parses");
+    scene.precision = Some(Precision::F32);
+    scene.steps = 30;
+    let (cpu, cpu_profile) = scene_run(&scene, &dir, Device::Cpu);
+    let (gpu, profile) = scene_run(&scene, &dir, Device::Gpu);
+    assert_eq!(profile.device.runs, 0, "{:?}", profile.device);
+    // One lane walked to find out, then the CPU's groups of 64 lanes (a wide group would have
+    // been walked whole): the same groups, so the same bits.
+    let (c, g) = (&cpu_profile.counters, &profile.counters);
+    assert_eq!((g.lanes, g.walks), (c.lanes + 1, c.walks + 1), "{g:?}");
+    assert_eq!(c.groups, 7);
+    let (c, g) = (&cpu.candidates[0], &gpu.candidates[0]);
+    assert_eq!(c.status, "done");
+    assert_eq!(c.loss.to_bits(), g.loss.to_bits());
+    assert_eq!(c.params, g.params);
+}
+
+fn scene_run(
+    scene: &Scene,
+    dir: &std::path::Path,
+    device: Device,
+) -> (FitReport, ndvm_systems::profile::ProfileReport) {
+    let mut scene = scene.clone();
+    scene.device = Some(device);
+    let options = FitOptions {
+        engine: EngineBuilder::new()
+            .plugin(&hill::Pharmacology)
+            .build()
+            .expect("engine"),
+        settings: FitSettings {
+            lanes_per_group: 64,
+            ..FitSettings::default()
+        },
+        ..FitOptions::default()
+    };
+    let mut fit = Fit::new(&scene, dir, &options).expect("starts");
+    let report = fit.run(|_| {});
+    (report, fit.profile().report())
 }

@@ -1,34 +1,48 @@
 //! GPU: replay a lane group's tape on the device (docs/gpu.md).
 //!
-//! A group whose last walk recorded a tape can replay it on the GPU instead of the CPU: its
-//! tape is uploaded once per walk (instructions, lane sets and leaf rows), and each step the
-//! new parameter rows go up, one fixed WGSL interpreter runs the forward pass, every guard and
-//! the backward pass for all the group's lanes at once, and the result, the gradient rows and
-//! the guard flags come back. A lane whose guard failed leaves the group exactly as in the
-//! replay stage (a new group, walked this step). The group's outputs and gradients are in
-//! when this stage ends ([`Route::Device`]); the replay and backward stages skip it.
+//! **Wide groups, one walked lane.** While a device is in use the schedule cuts a candidate's
+//! lanes into groups as wide as the population ([`GPU_LANES_PER_GROUP`]). This stage walks
+//! **one** lane of such a group on the CPU (its first), uploads that lane's tape once as a
+//! broadcast tape, and from then on every step sends each lane's parameters up and runs the
+//! forward pass, every guard and the backward pass for all the group's lanes at once in one
+//! fixed WGSL interpreter; the result, the gradient rows and the guard flags come back. Lanes
+//! never mix, so one lane's walk stands for every lane whose guards hold; a lane whose guard
+//! fails leaves the group exactly as in the replay stage — a new group of the CPU's width,
+//! walked on the CPU this step, whose own (full-width) tape the device then replays. The
+//! group's outputs and gradients are in when this stage ends ([`Route::Device`]); the replay,
+//! walk and backward stages skip it. So the CPU never walks the population at its full width,
+//! and its payload does not bound the device's groups.
 //!
-//! Which groups: with `device: Gpu` every group the device can run (a custom primitive keeps a
-//! group on the CPU); with `Auto` those the cost model ([`wins`]) picks, on a hardware GPU only.
-//! A device that fails mid-fit (lost, out of memory) is reported once and the fit goes on on the
-//! CPU: every result so far stands. Groups run one after another (the device is one queue).
+//! Which groups: with `device: Gpu` every group the device can run; with `Auto` those the cost
+//! model ([`wins`]) picks, on a hardware GPU only. A candidate the device cannot run (a custom
+//! primitive, a node longer than a software adapter runs, a result that is not one number) or
+//! that `auto` declines is marked [`OnHost`]: its group is cut to the CPU's width at once and it
+//! stays on the CPU. A device that fails mid-fit (lost, out of memory) is reported once, every
+//! wide group is cut to the CPU's width, and the fit goes on on the CPU: every result so far
+//! stands. Groups run one after another (the device is one queue).
 
-use crate::machine::Machine;
+mod tape;
+
+pub use tape::OnDevice;
+
+use crate::machine::{Machine, positions};
 use crate::profile::{Profile, Stage, StageTimer};
-use crate::resources::FitSettings;
+use crate::resources::{DeviceWidth, FitSettings, StopSignal};
 use crate::stages::replay::split_off;
-use crate::stages::walk::update_params;
+use crate::stages::schedule::OnHost;
 use bevy_ecs::prelude::*;
 use ndvm_components::prelude::*;
 use ndvm_components::scene::{Device, Precision};
 use ndvm_engine::tape::GuardKind;
-use ndvm_gpu::{Gpu, GpuError};
+use ndvm_gpu::{DeviceRun, Gpu};
 use std::sync::Arc;
+use tape::Verdict;
 
-/// Lanes per group when the GPU runs them: the device wants wide groups, and each group is
-/// first walked on the CPU at its full width (the walk's payload bounds it: an 8-D Kalman
-/// filter holds ~270 MB at 1,024 lanes).
-pub const GPU_LANES_PER_GROUP: usize = 1024;
+/// Lanes per group while a device replays them: one lane of a group is walked on the CPU and
+/// the device replays them all (a broadcast tape), so groups are as wide as the population, up
+/// to this. The device's payload is 8 bytes per slot per lane (primal and adjoint): 2.2 GB for
+/// the 8-D Kalman filter at this width.
+pub const GPU_LANES_PER_GROUP: usize = 65_536;
 
 /// The cost model of `Auto` (docs/gpu.md): the device wins when the group is wide and its tape
 /// long enough that the per-run overhead (uploading rows, a few dispatches, reading back) is
@@ -73,115 +87,92 @@ pub fn open(device: Device, precision: Precision, widest: usize) -> Result<GpuCo
     })
 }
 
-type OnDevice<'a> = (
+type Group<'a> = (
     &'a mut LaneGroup,
     &'a mut Route,
     &'a mut Machine<f32>,
     &'a mut GroupOutputs,
 );
 
+type Owner<'a> = (
+    &'a FitSpec,
+    &'a ParamValues,
+    &'a Compiled,
+    &'a Status,
+    &'a mut Groups,
+    Has<OnHost>,
+);
+
+/// What the stage reads besides the world's groups.
+#[derive(bevy_ecs::system::SystemParam, Debug)]
+pub struct Context<'w> {
+    settings: Res<'w, FitSettings>,
+    stop: Res<'w, StopSignal>,
+    width: ResMut<'w, DeviceWidth>,
+    ctx: ResMut<'w, GpuContext>,
+    profile: ResMut<'w, Profile>,
+}
+
 pub fn gpu(
     mut commands: Commands,
-    settings: Res<FitSettings>,
-    mut ctx: ResMut<GpuContext>,
-    mut profile: ResMut<Profile>,
-    mut candidates: Query<(&FitSpec, &ParamValues, &Compiled, &Status, &mut Groups)>,
-    mut groups: Query<OnDevice<'static>>,
+    mut cx: Context,
+    mut candidates: Query<Owner<'static>>,
+    mut groups: Query<Group<'static>>,
 ) {
-    let Some(gpu) = ctx.gpu.clone() else { return };
+    let Some(gpu) = cx.ctx.gpu.clone() else {
+        return;
+    };
     let timer = StageTimer::start(Stage::Gpu);
+    let host = cx.settings.lanes_per_group.max(1);
+    let auto = cx.ctx.device != Device::Gpu;
     for (mut group, mut route, mut machine, mut out) in &mut groups {
         if *route == Route::Device {
             *route = Route::Walk;
         }
-        let Ok((spec, values, compiled, status, _)) = candidates.get(group.candidate) else {
+        let Ok((spec, values, compiled, status, _, on_host)) = candidates.get(group.candidate)
+        else {
             continue;
+        };
+        if *status != Status::Active || cx.settings.walk_every_step || on_host {
+            continue;
+        }
+        let walk = tape::Walk {
+            spec,
+            values,
+            exe: &compiled.0,
+            stop: &cx.stop.0,
+            payload: cx.settings.payload_bytes,
         };
         let m = &mut *machine;
-        let wanted = *status == Status::Active
-            && !settings.walk_every_step
-            && m.vm.can_replay()
-            && group.lanes.len() * 2 >= m.walked.len()
-            && (ctx.device == Device::Gpu
-                || wins(m.walked.len(), m.vm.tape().nodes.len(), gpu.is_software()));
-        if !wanted {
-            continue;
-        }
-        update_params(&mut m.bindings, &m.walked, spec, values);
-        // A stale tape: the replay stage sees nothing to replay and the group walks.
-        if m.vm.rebind(compiled.0.program(), &m.bindings).is_err() {
-            continue;
-        }
-        let Some(rec) = m.vm.recording() else {
-            continue;
-        };
-        if rec.result.len() != 1 {
-            continue;
-        }
-        if m.device.as_ref().is_none_or(|(w, _)| *w != m.walks) {
-            m.device = None;
-            match gpu.upload(&rec) {
-                Ok(t) => m.device = Some((m.walks, t)),
-                Err(GpuError::Unsupported(_)) => continue,
-                Err(e) => {
-                    ctx.lost = Some(e.to_string());
-                    break;
+        let verdict = tape::run(&gpu, auto, m, &group, &walk, &mut cx.profile);
+        let run = match verdict {
+            Verdict::Ran(run) => run,
+            Verdict::Cpu | Verdict::Never => {
+                if matches!(verdict, Verdict::Never) {
+                    commands.entity(group.candidate).insert(OnHost);
                 }
+                let rest = cut_to(&mut group, host);
+                cx.profile.counters.groups +=
+                    spawn_all(&mut commands, &mut candidates, group.candidate, rest, host);
+                continue;
             }
-            profile.device.uploads += 1;
-        }
-        let Some((_, tape)) = m.device.as_mut() else {
-            continue;
-        };
-        let run = match tape.run(&gpu, &rec, true) {
-            Ok(run) => run,
-            Err(GpuError::Unsupported(_)) => continue,
-            Err(e) => {
-                ctx.lost = Some(e.to_string());
+            Verdict::Lost(e) => {
+                cx.ctx.lost = Some(e);
                 break;
             }
         };
-        let t = tape.timings;
-        let d = &mut profile.device;
-        d.runs += 1;
-        d.lanes += m.walked.len() as u64;
-        d.upload_s += t.upload.as_secs_f64();
-        d.kernel_s += t.kernel.as_secs_f64();
-        d.download_s += t.download.as_secs_f64();
-        // The group's lanes whose guards failed (lanes split off earlier may fail too).
-        let failed: Vec<usize> = run
-            .failed
-            .iter()
-            .map(|&c| m.walked[c as usize])
-            .filter(|l| group.lanes.binary_search(l).is_ok())
-            .collect();
-        if failed.len() == group.lanes.len() {
-            // Every lane changed path: the replay stage finds out again and the group walks.
-            continue;
-        }
-        group.lanes.retain(|l| failed.binary_search(l).is_err());
-        let cols = m.columns(&group.lanes);
-        out.out = cols.iter().map(|&c| f64::from(run.result[c])).collect();
-        let n = group.lanes.len();
-        out.grads.clear();
-        out.grads.resize(spec.params.len() * n, 0.0);
-        for p in 0..spec.params.len() {
-            let Some(g) = run.grads.get(p).filter(|g| !g.is_empty()) else {
-                continue;
-            };
-            for (o, &c) in out.grads[p * n..(p + 1) * n].iter_mut().zip(&cols) {
-                *o = f64::from(g[c]);
-            }
-        }
-        out.error = None;
-        out.replayed = true;
-        out.tape_nodes = m.vm.tape().nodes.len() as u64;
-        m.result = None;
+        let lanes = m
+            .device
+            .as_ref()
+            .map_or(&m.walked[..], |d| d.lanes(&m.walked));
+        let failed = take_outputs(&mut group, &mut out, lanes, &run, spec.params.len());
         *route = Route::Device;
-        let c = &mut profile.counters;
+        m.result = None;
+        out.tape_nodes = m.vm.tape().nodes.len() as u64;
+        let c = &mut cx.profile.counters;
         c.replays += 1;
         c.backward_passes += 1;
-        c.replayed_lanes += n as u64;
+        c.replayed_lanes += group.lanes.len() as u64;
         if !failed.is_empty() {
             for (kind, k) in &run.failures {
                 match kind {
@@ -190,16 +181,86 @@ pub fn gpu(
                 }
             }
             c.rewalked_lanes += failed.len() as u64;
-            c.groups += 1;
-            let id = split_off::<f32>(&mut commands, group.candidate, failed);
-            if let Ok((.., mut ids)) = candidates.get_mut(group.candidate) {
-                ids.0.push(id);
-            }
+            c.groups += spawn_all(
+                &mut commands,
+                &mut candidates,
+                group.candidate,
+                failed,
+                host,
+            );
         }
     }
-    if ctx.lost.is_some() {
-        ctx.gpu = None;
-        profile.used.lost.clone_from(&ctx.lost);
+    if cx.ctx.lost.is_some() {
+        // The CPU takes over: no group may stay wider than it walks.
+        cx.width.0 = None;
+        for (mut group, ..) in &mut groups {
+            let rest = cut_to(&mut group, host);
+            cx.profile.counters.groups +=
+                spawn_all(&mut commands, &mut candidates, group.candidate, rest, host);
+        }
+        cx.ctx.gpu = None;
+        cx.profile.used.lost.clone_from(&cx.ctx.lost);
     }
-    profile.record(timer);
+    cx.profile.record(timer);
+}
+
+/// Takes the run's values for the group's lanes (`lanes`: the lanes the tape ran, a superset)
+/// into `out`, dropping from the group the lanes whose guards failed; returns those.
+fn take_outputs(
+    group: &mut LaneGroup,
+    out: &mut GroupOutputs,
+    lanes: &[usize],
+    run: &DeviceRun,
+    params: usize,
+) -> Vec<usize> {
+    // The group's lanes whose guards failed (lanes split off earlier may fail too).
+    let failed: Vec<usize> = run
+        .failed
+        .iter()
+        .map(|&c| lanes[c as usize])
+        .filter(|l| group.lanes.binary_search(l).is_ok())
+        .collect();
+    group.lanes.retain(|l| failed.binary_search(l).is_err());
+    let cols = positions(lanes, &group.lanes);
+    out.out = cols.iter().map(|&c| f64::from(run.result[c])).collect();
+    let n = group.lanes.len();
+    out.grads.clear();
+    out.grads.resize(params * n, 0.0);
+    for p in 0..params {
+        let Some(g) = run.grads.get(p).filter(|g| !g.is_empty()) else {
+            continue;
+        };
+        for (o, &c) in out.grads[p * n..(p + 1) * n].iter_mut().zip(&cols) {
+            *o = f64::from(g[c]);
+        }
+    }
+    out.error = None;
+    out.replayed = true;
+    failed
+}
+
+/// Keeps the group's first `width` lanes; returns the others.
+fn cut_to(group: &mut LaneGroup, width: usize) -> Vec<usize> {
+    if group.lanes.len() <= width {
+        return Vec::new();
+    }
+    group.lanes.split_off(width)
+}
+
+/// New groups of at most `width` of `candidate`'s `lanes` each, walked on the CPU this step;
+/// how many.
+fn spawn_all(
+    commands: &mut Commands,
+    candidates: &mut Query<Owner<'static>>,
+    candidate: Entity,
+    lanes: Vec<usize>,
+    width: usize,
+) -> u64 {
+    for chunk in lanes.chunks(width) {
+        let id = split_off::<f32>(commands, candidate, chunk.to_vec());
+        if let Ok((.., mut ids, _)) = candidates.get_mut(candidate) {
+            ids.0.push(id);
+        }
+    }
+    lanes.len().div_ceil(width) as u64
 }

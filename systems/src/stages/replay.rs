@@ -204,6 +204,15 @@ fn replay_group<R: Real>(
     values: &ParamValues,
     program: &ndvm_engine::Program,
 ) -> Outcome {
+    // A tape walked for fewer lanes than the group has is a GPU broadcast tape (one lane walked
+    // for all, `stages::gpu`): the CPU walks the group.
+    if group.lanes.len() > machine.walked.len() {
+        return Outcome::Rewalk {
+            stale: false,
+            failures: Vec::new(),
+            failed: 0,
+        };
+    }
     // A tape walked for many more lanes than the group still has costs more than a new walk.
     if group.lanes.len() * 2 < machine.walked.len() {
         return Outcome::Rewalk {

@@ -9,10 +9,14 @@
 //! many more than its cut made ([`most_groups`]) is cut afresh, so lanes that keep changing path
 //! cannot fragment it into ever smaller groups. The layout depends on lane counts and the
 //! lanes' own numbers alone, so results do not depend on the thread count.
+//!
+//! While a GPU replays groups ([`DeviceWidth`]), candidates are cut into groups as wide as the
+//! device takes (one lane walked, every lane replayed there); a candidate the device cannot run
+//! ([`OnHost`]) keeps the CPU's width.
 
 use crate::machine::{Machine, spawn_group};
 use crate::profile::{Profile, Stage, StageTimer};
-use crate::resources::{FitSettings, StopSignal};
+use crate::resources::{DeviceWidth, FitSettings, StopSignal};
 use bevy_ecs::prelude::*;
 use ndvm_components::prelude::*;
 use ndvm_engine::Real;
@@ -24,18 +28,26 @@ type Admission<'a> = (
     &'a mut Status,
     &'a mut Groups,
     Has<Compiled>,
+    Has<OnHost>,
 );
+
+/// Marks a candidate whose groups stay on the CPU while a device is in use (its tape has a
+/// custom primitive, a node longer than the adapter runs, no numeric result, or `auto`'s cost
+/// model declined it): it is cut at the CPU's width.
+#[derive(Component, Clone, Copy, Debug, Default)]
+pub struct OnHost;
 
 pub fn schedule<R: Real>(
     mut commands: Commands,
     settings: Res<FitSettings>,
+    device: Res<DeviceWidth>,
     stop: Res<StopSignal>,
     mut profile: ResMut<Profile>,
     mut candidates: Query<Admission<'static>>,
 ) {
     let timer = StageTimer::start(Stage::Schedule);
     if let Some(reason) = stop.0.reason() {
-        for (.., mut status, _, _) in &mut candidates {
+        for (_, _, _, mut status, ..) in &mut candidates {
             if !status.is_final() {
                 *status = Status::Stopped {
                     reason: reason.to_string(),
@@ -46,11 +58,18 @@ pub fn schedule<R: Real>(
     let mut active = 0;
     let mut waiting = Vec::new();
     let per = settings.lanes_per_group.max(1);
-    for (entity, cand, spec, status, mut groups, compiled) in &mut candidates {
+    // The width a candidate is cut at; how far it may fragment is judged at the CPU's width.
+    let width = |on_host: bool| match device.0 {
+        Some(w) if !on_host => w.max(1),
+        _ => per,
+    };
+    for (entity, cand, spec, status, mut groups, compiled, on_host) in &mut candidates {
+        let per = width(on_host);
         match *status {
             Status::Active => {
                 active += 1;
-                if groups.0.len() > most_groups(spec.lanes().div_ceil(per)) {
+                let cut_into = spec.lanes().div_ceil(settings.lanes_per_group.max(1));
+                if groups.0.len() > most_groups(cut_into) {
                     for g in groups.0.drain(..) {
                         commands.entity(g).despawn();
                     }
@@ -58,7 +77,7 @@ pub fn schedule<R: Real>(
                     profile.counters.groups += groups.0.len() as u64;
                 }
             }
-            Status::Pending if compiled => waiting.push((cand.index, entity, spec.lanes())),
+            Status::Pending if compiled => waiting.push((cand.index, entity, spec.lanes(), per)),
             _ => {
                 for g in groups.0.drain(..) {
                     commands.entity(g).despawn();
@@ -67,7 +86,7 @@ pub fn schedule<R: Real>(
         }
     }
     waiting.sort_unstable_by_key(|w| w.0);
-    for (_, entity, lanes) in waiting
+    for (_, entity, lanes, per) in waiting
         .into_iter()
         .take(settings.window.saturating_sub(active))
     {
