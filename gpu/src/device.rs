@@ -40,6 +40,9 @@ pub struct Gpu {
     /// How long one dispatch may run on this adapter.
     pub(crate) segmenting: Segmenting,
     pub(crate) limits: wgpu::Limits,
+    /// The most bytes one tape's lanes keep on the device at once (primal, adjoint, scratch):
+    /// a broadcast tape over more lanes runs them a slice at a time through one set of buffers.
+    pub(crate) resident: u64,
     info: wgpu::AdapterInfo,
     /// The first error the device reported outside an error scope (a lost device).
     lost: Arc<Mutex<Option<String>>>,
@@ -240,7 +243,8 @@ impl Gpu {
                 "the interpreter did not compile: {e}"
             )));
         }
-        let segmenting = if info.device_type == wgpu::DeviceType::Cpu {
+        let software = info.device_type == wgpu::DeviceType::Cpu;
+        let segmenting = if software {
             Segmenting::SOFTWARE
         } else {
             Segmenting::HARDWARE
@@ -253,6 +257,7 @@ impl Gpu {
             layout,
             segmenting,
             limits,
+            resident: resident_bytes(software),
             info,
             lost,
         })
@@ -266,6 +271,18 @@ impl Gpu {
     /// Whether the adapter is a CPU emulating a GPU (Mesa's lavapipe): correct, never fast.
     pub fn is_software(&self) -> bool {
         self.info.device_type == wgpu::DeviceType::Cpu
+    }
+
+    /// The most bytes one tape's lanes keep on the device at once (`NDVM_GPU_MEMORY_MB`, else
+    /// 6 GiB on a hardware GPU and 1 GiB on a software one): a broadcast tape over more lanes
+    /// runs them a slice at a time.
+    pub fn resident_bytes(&self) -> u64 {
+        self.resident
+    }
+
+    /// Sets [`Gpu::resident_bytes`] for tapes uploaded from now on.
+    pub fn set_resident_bytes(&mut self, bytes: u64) {
+        self.resident = bytes.max(1);
     }
 
     /// The largest storage buffer one binding may see (a chunk of lanes fits it).
@@ -317,4 +334,19 @@ fn quiet_loader<T>(find: impl FnOnce() -> T) -> T {
     }
     let _forward = Forward(gag::BufferRedirect::stderr().ok());
     find()
+}
+
+/// The device memory one tape may hold: `NDVM_GPU_MEMORY_MB` when set (a whole number of MiB,
+/// at least 1), else 6 GiB on a hardware GPU (room for a few tapes on any datacentre card) and
+/// 1 GiB on a software one (its memory is the host's).
+fn resident_bytes(software: bool) -> u64 {
+    let mib = std::env::var("NDVM_GPU_MEMORY_MB")
+        .ok()
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .filter(|&m| m >= 1);
+    match mib {
+        Some(m) => m.saturating_mul(1 << 20),
+        None if software => 1 << 30,
+        None => 6 << 30,
+    }
 }

@@ -3,10 +3,14 @@
 //! The payload lives on the device slot-major like the CPU's (slot `s` of lane `l` at
 //! `s · width + l`), one primal and one adjoint buffer per **chunk** of lanes: a batch wider
 //! than the device's largest storage binding allows is split into chunks that each fit, run
-//! one after another. The first run copies every leaf row (inputs, data, constant tensor
-//! elements) to the device; later runs copy only the inputs' rows — between calibration steps
-//! nothing else changes. Each run reads back only the result's rows, the number inputs'
-//! gradient rows and the guard flags.
+//! one after another. A broadcast tape (one walked lane) over more lanes than the device may
+//! hold at once ([`Gpu::resident_bytes`]) runs its chunks through **one** set of buffers, a
+//! slice at a time: its leaf rows are the same in every lane, so only the inputs' rows change
+//! between slices (the last slice ends at the last lane and may overlap the one before; a
+//! lane's values do not depend on its slice). The first run copies every leaf row (inputs,
+//! data, constant tensor elements) to the device; later runs copy only the inputs' rows —
+//! between calibration steps nothing else changes. Each run reads back only the result's rows,
+//! the number inputs' gradient rows and the guard flags.
 
 use crate::encode::Encoded;
 use crate::{Gpu, GpuError, Kernel};
@@ -71,14 +75,26 @@ pub struct DeviceRun {
     pub failures: Vec<(GuardKind, u32)>,
 }
 
-/// One chunk of lanes and its buffers.
+/// The payload buffers one chunk (or every slice of a broadcast tape) runs in.
+#[derive(Debug)]
+struct Buffers {
+    width: usize,
+    x: wgpu::Buffer,
+    g: wgpu::Buffer,
+    /// Kept with the bind groups that name it.
+    _scratch: wgpu::Buffer,
+    flags: wgpu::Buffer,
+    /// Whether the leaf rows are in `x`.
+    leaves: bool,
+}
+
+/// One chunk of lanes: where it starts, its buffers and its dispatches.
 #[derive(Debug)]
 struct Chunk {
     offset: usize,
     width: usize,
-    x: wgpu::Buffer,
-    g: wgpu::Buffer,
-    flags: wgpu::Buffer,
+    /// Its buffers ([`DeviceTape::buffers`]).
+    buf: usize,
     readback: wgpu::Buffer,
     /// One bind group per dispatch (its own parameters): the forward segments in order, then
     /// the backward segments in reverse order.
@@ -92,11 +108,10 @@ pub struct DeviceTape {
     enc: Encoded,
     lanes: usize,
     slots: usize,
+    buffers: Vec<Buffers>,
     chunks: Vec<Chunk>,
     /// The interpreter entry it runs with (never [`Kernel::Auto`]).
     kernel: Kernel,
-    /// Whether the leaf rows are on the device.
-    leaves: bool,
     /// The last run's timings.
     pub timings: Timings,
 }
@@ -165,7 +180,7 @@ impl Gpu {
             _ => dim * WORKGROUP,
         };
         let fit = (limit / per_lane).min(grid);
-        let width = if lanes <= fit.min(max_width) {
+        let mut width = if lanes <= fit.min(max_width) {
             lanes
         } else {
             fit.min(max_width) / WORKGROUP * WORKGROUP
@@ -175,6 +190,22 @@ impl Gpu {
                 "one lane's payload ({slots} slots) is larger than the device's largest buffer \
                  ({limit} bytes)"
             )));
+        }
+        // A broadcast tape over more lanes than the device may hold runs them in slices
+        // through one set of buffers.
+        let lane_bytes = 4 * (2 * slots + 4 * enc.sq as usize + 1) as u64;
+        let resident = usize::try_from(self.resident / lane_bytes).unwrap_or(usize::MAX);
+        let sliced = rec.lanes == 1 && lanes > 1 && lanes > resident;
+        if sliced {
+            if resident == 0 {
+                return Err(GpuError::Unsupported(format!(
+                    "one lane's payload ({lane_bytes} bytes) is more than a tape may hold on \
+                     this device ({} bytes; NDVM_GPU_MEMORY_MB raises it)",
+                    self.resident
+                )));
+            }
+            let whole = resident / WORKGROUP * WORKGROUP;
+            width = width.min(if whole > 0 { whole } else { resident });
         }
         let reads = self.readback_rows(rec);
         if enc.prog.len() * 4 > limit || enc.bits.len() * 4 > limit {
@@ -197,12 +228,31 @@ impl Gpu {
         let prog = storage("ndvm program", &enc.prog);
         let bits = storage("ndvm lane sets", &enc.bits);
         let mut chunks = Vec::new();
+        let mut buffers = Vec::new();
         let mut offset = 0;
         while offset < lanes {
             let w = width.min(lanes - offset);
-            let c = self.chunk(&enc, rec, (offset, w, lanes), (&prog, &bits), reads)?;
-            chunks.push(c);
-            offset += w;
+            // A slice runs in the one set of buffers, at their width: the last one ends at
+            // the last lane.
+            let (at, w) = if sliced {
+                (offset.min(lanes - width), width)
+            } else {
+                (offset, w)
+            };
+            if buffers.is_empty() || !sliced {
+                buffers.push(self.buffers(&enc, rec, w));
+            }
+            let buf = buffers.len() - 1;
+            let c = self.chunk(
+                &enc,
+                rec,
+                (at, w, lanes),
+                (&prog, &bits),
+                reads,
+                &buffers[buf],
+            );
+            chunks.push(Chunk { buf, ..c });
+            offset = at + w;
         }
         if let Some(e) = pollster::block_on(scope.pop()) {
             return Err(GpuError::Lost(format!("out of device memory: {e}")));
@@ -211,9 +261,9 @@ impl Gpu {
             enc,
             lanes,
             slots,
+            buffers,
             chunks,
             kernel,
-            leaves: false,
             timings: Timings::default(),
         })
     }
@@ -230,6 +280,30 @@ impl Gpu {
         rec.result.len() + rec.inputs.len()
     }
 
+    /// Payload buffers for `width` lanes.
+    fn buffers(&self, enc: &Encoded, rec: &Recording<'_, f32>, width: usize) -> Buffers {
+        let buffer = |label: &str, bytes: usize| {
+            self.device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some(label),
+                size: bytes.max(4) as u64,
+                usage: wgpu::BufferUsages::STORAGE
+                    | wgpu::BufferUsages::COPY_DST
+                    | wgpu::BufferUsages::COPY_SRC,
+                mapped_at_creation: false,
+            })
+        };
+        let rows = rec.slots.max(1) * width * 4;
+        Buffers {
+            width,
+            x: buffer("ndvm primal", rows),
+            g: buffer("ndvm adjoint", rows),
+            _scratch: buffer("ndvm scratch", 4 * enc.sq as usize * width * 4),
+            flags: buffer("ndvm flags", (width + enc.guards as usize) * 4),
+            leaves: false,
+        }
+    }
+
+    /// A chunk of `width` lanes from `offset` (of `lanes`) running in `b`.
     fn chunk(
         &self,
         enc: &Encoded,
@@ -237,7 +311,8 @@ impl Gpu {
         (offset, width, lanes): (usize, usize, usize),
         (prog, bits): (&wgpu::Buffer, &wgpu::Buffer),
         reads: usize,
-    ) -> Result<Chunk, GpuError> {
+        b: &Buffers,
+    ) -> Chunk {
         let base = Params {
             lanes: width as u32,
             offset: offset as u32,
@@ -261,20 +336,6 @@ impl Gpu {
             pad: [0; 2],
         };
         let d = &self.device;
-        let buffer = |label: &str, bytes: usize, extra: wgpu::BufferUsages| {
-            d.create_buffer(&wgpu::BufferDescriptor {
-                label: Some(label),
-                size: bytes.max(4) as u64,
-                usage: wgpu::BufferUsages::STORAGE | extra,
-                mapped_at_creation: false,
-            })
-        };
-        let rows = rec.slots.max(1) * width * 4;
-        let copy = wgpu::BufferUsages::COPY_DST | wgpu::BufferUsages::COPY_SRC;
-        let x = buffer("ndvm primal", rows, copy);
-        let g = buffer("ndvm adjoint", rows, copy);
-        let sc = buffer("ndvm scratch", 4 * enc.sq as usize * width * 4, copy);
-        let flags = buffer("ndvm flags", (width + enc.guards as usize) * 4, copy);
         let readback = d.create_buffer(&wgpu::BufferDescriptor {
             label: Some("ndvm readback"),
             size: ((reads * width + width + enc.guards as usize) * 4).max(4) as u64,
@@ -302,25 +363,23 @@ impl Gpu {
                     entry(0, &params),
                     entry(1, prog),
                     entry(2, bits),
-                    entry(3, &x),
-                    entry(4, &g),
-                    entry(5, &sc),
-                    entry(6, &flags),
+                    entry(3, &b.x),
+                    entry(4, &b.g),
+                    entry(5, &b._scratch),
+                    entry(6, &b.flags),
                 ],
             })
         };
         let forward = enc.segments.iter().map(|&s| bind(0, s)).collect();
         let backward = enc.segments.iter().rev().map(|&s| bind(1, s)).collect();
-        Ok(Chunk {
+        Chunk {
             offset,
             width,
-            x,
-            g,
-            flags,
+            buf: 0,
             readback,
             forward,
             backward,
-        })
+        }
     }
 }
 
@@ -338,9 +397,18 @@ impl DeviceTape {
         )
     }
 
-    /// Device bytes held for the payload (primal and adjoint) over all chunks.
+    /// Whether the chunks run one after another through one set of buffers (a broadcast tape
+    /// over more lanes than the device may hold at once).
+    pub fn sliced(&self) -> bool {
+        self.buffers.len() < self.chunks.len()
+    }
+
+    /// Device bytes held for the payload (primal and adjoint) over all buffers.
     pub fn payload_bytes(&self) -> u64 {
-        (2 * self.slots * self.lanes * 4) as u64
+        self.buffers
+            .iter()
+            .map(|b| (2 * self.slots * b.width * 4) as u64)
+            .sum()
     }
 
     /// Runs the tape for the recording's current input values (after [`ndvm_engine::Vm::rebind`]
@@ -399,46 +467,50 @@ impl DeviceTape {
             return Err(GpuError::Lost(e));
         }
         let start = Instant::now();
-        self.upload_rows(gpu, rec, inputs);
-        let upload = start.elapsed();
+        let mut upload = std::time::Duration::ZERO;
         let scope = gpu.device.push_error_scope(wgpu::ErrorFilter::Validation);
         let oom = gpu.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
-        let mut encoder = gpu.device.create_command_encoder(&Default::default());
-        for c in &self.chunks {
-            if grad {
-                encoder.clear_buffer(&c.g, 0, None);
-            }
-            encoder.clear_buffer(&c.flags, 0, None);
-            let mut pass = encoder.begin_compute_pass(&Default::default());
-            let (x, y) = match self.kernel {
-                Kernel::Cooperative => gpu.coop_grid(c.width),
-                _ => (c.width.div_ceil(WORKGROUP), 1),
-            };
-            pass.set_pipeline(match self.kernel {
-                Kernel::Cooperative => &gpu.coop,
-                _ => &gpu.pipeline,
-            });
-            let backward = if grad { &c.backward[..] } else { &[] };
-            for bind in c.forward.iter().chain(backward) {
-                pass.set_bind_group(0, bind, &[]);
-                pass.dispatch_workgroups(x as u32, y as u32, 1);
-            }
-        }
-        gpu.queue.submit([encoder.finish()]);
-        wait(gpu)?;
-        let kernel = start.elapsed() - upload;
-        let mut encoder = gpu.device.create_command_encoder(&Default::default());
         let rows = self.rows(rec);
-        for c in &self.chunks {
+        // Chunk by chunk: its rows go up, its dispatches run and its rows are copied out before
+        // the next chunk (which may share its buffers) writes them.
+        for k in 0..self.chunks.len() {
+            let t = Instant::now();
+            self.upload_rows(gpu, rec, inputs, k);
+            upload += t.elapsed();
+            let c = &self.chunks[k];
+            let b = &self.buffers[c.buf];
+            let mut encoder = gpu.device.create_command_encoder(&Default::default());
+            if grad {
+                encoder.clear_buffer(&b.g, 0, None);
+            }
+            encoder.clear_buffer(&b.flags, 0, None);
+            {
+                let mut pass = encoder.begin_compute_pass(&Default::default());
+                let (x, y) = match self.kernel {
+                    Kernel::Cooperative => gpu.coop_grid(c.width),
+                    _ => (c.width.div_ceil(WORKGROUP), 1),
+                };
+                pass.set_pipeline(match self.kernel {
+                    Kernel::Cooperative => &gpu.coop,
+                    _ => &gpu.pipeline,
+                });
+                let backward = if grad { &c.backward[..] } else { &[] };
+                for bind in c.forward.iter().chain(backward) {
+                    pass.set_bind_group(0, bind, &[]);
+                    pass.dispatch_workgroups(x as u32, y as u32, 1);
+                }
+            }
             let w = (c.width * 4) as u64;
             for (i, &(grad_row, slot)) in rows.iter().enumerate() {
-                let src = if grad_row { &c.g } else { &c.x };
+                let src = if grad_row { &b.g } else { &b.x };
                 encoder.copy_buffer_to_buffer(src, slot as u64 * w, &c.readback, i as u64 * w, w);
             }
             let flags = ((c.width + self.enc.guards as usize) * 4) as u64;
-            encoder.copy_buffer_to_buffer(&c.flags, 0, &c.readback, rows.len() as u64 * w, flags);
+            encoder.copy_buffer_to_buffer(&b.flags, 0, &c.readback, rows.len() as u64 * w, flags);
+            gpu.queue.submit([encoder.finish()]);
         }
-        gpu.queue.submit([encoder.finish()]);
+        wait(gpu)?;
+        let kernel = start.elapsed() - upload;
         for c in &self.chunks {
             c.readback.slice(..).map_async(wgpu::MapMode::Read, |_| {});
         }
@@ -468,6 +540,11 @@ impl DeviceTape {
     /// [`Recording::primal`] (for diagnosing a disagreement: the first slot that differs from
     /// the CPU's names the node).
     pub fn primal(&self, gpu: &Gpu) -> Result<Vec<f32>, GpuError> {
+        if self.sliced() {
+            return Err(GpuError::Unsupported(
+                "a sliced tape keeps only its last slice's payload".into(),
+            ));
+        }
         let b = self.lanes;
         let mut out = vec![0.0f32; self.slots * b];
         for c in &self.chunks {
@@ -479,7 +556,7 @@ impl DeviceTape {
                 mapped_at_creation: false,
             });
             let mut encoder = gpu.device.create_command_encoder(&Default::default());
-            encoder.copy_buffer_to_buffer(&c.x, 0, &stage, 0, bytes);
+            encoder.copy_buffer_to_buffer(&self.buffers[c.buf].x, 0, &stage, 0, bytes);
             gpu.queue.submit([encoder.finish()]);
             stage.slice(..).map_async(wgpu::MapMode::Read, |_| {});
             wait(gpu)?;
@@ -496,20 +573,26 @@ impl DeviceTape {
         Ok(out)
     }
 
-    /// Copies leaf rows (first run) or input rows (later runs) to every chunk: from the
-    /// recording, broadcast from its one lane, or from `inputs`.
+    /// Copies leaf rows (the first run in its buffers) or input rows (later runs) to chunk
+    /// `k`: from the recording, broadcast from its one lane, or from `inputs`.
     fn upload_rows(
         &mut self,
         gpu: &Gpu,
         rec: &Recording<'_, f32>,
         inputs: Option<&[Option<&[f32]>]>,
+        k: usize,
     ) {
-        let mut rows: Vec<(u32, u32)> = if self.leaves {
+        let (offset, width, buf) = {
+            let c = &self.chunks[k];
+            (c.offset, c.width, c.buf)
+        };
+        let b = &mut self.buffers[buf];
+        let mut rows: Vec<(u32, u32)> = if b.leaves {
             Vec::new()
         } else {
             rec.leaves.to_vec()
         };
-        self.leaves = true;
+        b.leaves = true;
         // Per slot: the lane values given for it (broadcast runs).
         let mut given: Vec<(u32, &[f32])> = Vec::new();
         for (i, slots) in rec.inputs.iter().enumerate() {
@@ -520,30 +603,28 @@ impl DeviceTape {
                 _ => {}
             }
         }
-        let b = rec.lanes;
-        for c in &self.chunks {
-            let write = |row: usize, data: &[f32]| {
-                let at = (row * c.width * 4) as u64;
-                gpu.queue.write_buffer(&c.x, at, bytemuck::cast_slice(data));
-            };
-            for &(slot, n) in &rows {
-                let (s, e) = (slot as usize, (slot + n) as usize);
-                if b == 1 && self.lanes > 1 {
-                    for row in s..e {
-                        write(row, &vec![rec.primal[row]; c.width]);
-                    }
-                } else if c.width == b {
-                    // One chunk: the rows are contiguous on both sides.
-                    write(s, &rec.primal[s * b..e * b]);
-                } else {
-                    for row in s..e {
-                        write(row, &rec.primal[row * b + c.offset..][..c.width]);
-                    }
+        let lanes = rec.lanes;
+        let write = |row: usize, data: &[f32]| {
+            let at = (row * width * 4) as u64;
+            gpu.queue.write_buffer(&b.x, at, bytemuck::cast_slice(data));
+        };
+        for &(slot, n) in &rows {
+            let (s, e) = (slot as usize, (slot + n) as usize);
+            if lanes == 1 && self.lanes > 1 {
+                for row in s..e {
+                    write(row, &vec![rec.primal[row]; width]);
+                }
+            } else if width == lanes {
+                // One chunk: the rows are contiguous on both sides.
+                write(s, &rec.primal[s * lanes..e * lanes]);
+            } else {
+                for row in s..e {
+                    write(row, &rec.primal[row * lanes + offset..][..width]);
                 }
             }
-            for &(slot, xs) in &given {
-                write(slot as usize, &xs[c.offset..c.offset + c.width]);
-            }
+        }
+        for &(slot, xs) in &given {
+            write(slot as usize, &xs[offset..offset + width]);
         }
     }
 
@@ -579,6 +660,8 @@ impl DeviceTape {
             .collect();
         let mut failed = Vec::new();
         let mut guard_failed = vec![false; self.enc.guards as usize];
+        // A slice may overlap the one before it: those lanes are flagged once.
+        let mut covered = 0;
         for c in &self.chunks {
             let view = c
                 .readback
@@ -597,10 +680,11 @@ impl DeviceTape {
             }
             let flags: &[u32] = bytemuck::cast_slice(&words[rows.len() * c.width..]);
             for (l, &f) in flags[..c.width].iter().enumerate() {
-                if f != 0 {
+                if f != 0 && c.offset + l >= covered {
                     failed.push((c.offset + l) as u32);
                 }
             }
+            covered = c.offset + c.width;
             for (g, &f) in flags[c.width..].iter().enumerate().take(guard_failed.len()) {
                 guard_failed[g] |= f != 0;
             }

@@ -194,8 +194,9 @@ fn a_lost_device_is_an_error_and_earlier_results_stand() {
 
 #[test]
 fn one_walked_lane_replays_a_population() {
-    let Some(gpu) = gpu() else { return };
+    let Some(mut gpu) = gpu() else { return };
     let mut checked = 0;
+    let mut sliced = 0;
     for (name, src, inputs) in divergence_programs() {
         let names: Vec<&str> = inputs.iter().map(String::as_str).collect();
         let program = Program::new(&src, &names).expect("decodes");
@@ -221,6 +222,26 @@ fn one_walked_lane_replays_a_population() {
         let cols: Vec<Vec<f32>> = names.iter().map(|&i| column(i)).collect();
         let given: Vec<Option<&[f32]>> = cols.iter().map(|c| Some(c.as_slice())).collect();
         let run = tape.run_lanes(&gpu, &rec, &given, true).expect("runs");
+        // With room for a fifth of the lanes, the same lanes run in slices through one set of
+        // buffers (the last slice overlapping the one before): the same bits, each failed lane
+        // once.
+        let whole = gpu.resident_bytes();
+        gpu.set_resident_bytes(tape.payload_bytes() / 5);
+        let mut slices = gpu.upload_broadcast(&rec, lanes).expect("uploads");
+        gpu.set_resident_bytes(whole);
+        assert!(slices.sliced() && slices.chunking().1 >= 5, "{name}");
+        for _ in 0..2 {
+            let again = slices.run_lanes(&gpu, &rec, &given, true).expect("runs");
+            assert_eq!(bits(&again.result), bits(&run.result), "{name}");
+            for (a, b) in again.grads.iter().zip(&run.grads) {
+                assert_eq!(bits(a), bits(b), "{name}");
+            }
+            assert_eq!(
+                (&again.failed, &again.failures),
+                (&run.failed, &run.failures)
+            );
+        }
+        sliced += 1;
         let mut fresh = Vm::<f32>::default();
         let Ok(w) = fresh.eval(&program, &all, true) else {
             continue;
@@ -241,6 +262,11 @@ fn one_walked_lane_replays_a_population() {
         }
     }
     assert!(checked > 500, "{checked} lanes checked");
+    assert!(sliced > 5, "{sliced} programs sliced");
+}
+
+fn bits(xs: &[f32]) -> Vec<u32> {
+    xs.iter().map(|x| x.to_bits()).collect()
 }
 
 #[test]
