@@ -274,7 +274,7 @@ impl Gpu {
     }
 
     /// The most bytes one tape's lanes keep on the device at once (`NDVM_GPU_MEMORY_MB`, else
-    /// 6 GiB on a hardware GPU and 1 GiB on a software one): a broadcast tape over more lanes
+    /// 16 GiB on a hardware GPU and 1 GiB on a software one): a broadcast tape over more lanes
     /// runs them a slice at a time.
     pub fn resident_bytes(&self) -> u64 {
         self.resident
@@ -337,8 +337,8 @@ fn quiet_loader<T>(find: impl FnOnce() -> T) -> T {
 }
 
 /// The device memory one tape may hold: `NDVM_GPU_MEMORY_MB` when set (a whole number of MiB,
-/// at least 1), else 6 GiB on a hardware GPU (room for a few tapes on any datacentre card) and
-/// 1 GiB on a software one (its memory is the host's).
+/// at least 1), else 16 GiB on a hardware GPU (a fifth of a datacentre card; set it lower on
+/// a smaller one) and 1 GiB on a software one (its memory is the host's).
 fn resident_bytes(software: bool) -> u64 {
     let mib = std::env::var("NDVM_GPU_MEMORY_MB")
         .ok()
@@ -347,6 +347,6 @@ fn resident_bytes(software: bool) -> u64 {
     match mib {
         Some(m) => m.saturating_mul(1 << 20),
         None if software => 1 << 30,
-        None => 6 << 30,
+        None => 16 << 30,
     }
 }
