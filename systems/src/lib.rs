@@ -26,6 +26,7 @@
 
 pub mod device;
 pub mod fit;
+pub mod homes;
 pub mod loss;
 pub mod machine;
 pub mod optim;

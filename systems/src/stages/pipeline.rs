@@ -11,13 +11,14 @@
 //! parallel task per active candidate takes it `steps_per_pass` steps, each replaying (or
 //! walking) its groups, differentiating them, merging them and moving its parameters with the
 //! stages' own functions (`replay_differentiate`, `walk_differentiate`, `merge_and_step`), on
-//! one core while its tape and bindings are in that core's cache. Lanes whose guards fail are
-//! split off into a new group inside the task and walked at once, as the walk stage would; new
-//! groups become entities when the pass ends. A candidate leaves the pass when it finishes,
-//! fails or stops, when the stop signal fires, or — in a fit, after its first step of the pass —
-//! when the pass has run [`FitSettings::pass_millis`] (250 ms), so a heavy fit still reports
-//! progress every quarter second. The profile shares the pass's wall time among the five
-//! stages in the proportion their work took.
+//! one core while its tape and bindings are in that core's cache — the same core from pass to
+//! pass where it can ([`crate::homes`]). Lanes whose guards fail are split off into a new group
+//! inside the task and walked at once, as the walk stage would; new groups become entities
+//! when the pass ends. A candidate leaves the pass when it finishes, fails or stops, when the
+//! stop signal fires, or — in a fit, after its first step of the pass — when the pass has run
+//! [`FitSettings::pass_millis`] (250 ms), so a heavy fit still reports progress every quarter
+//! second. The profile shares the pass's wall time among the five stages in the proportion
+//! their work took.
 //!
 //! A candidate's numbers depend only on its own steps, so a fit's results are the same for any
 //! `steps_per_pass` and any thread count. What moves is when a finished candidate's slot is
@@ -25,6 +26,7 @@
 //! `steps_per_pass` — never on the thread count. The GPU stage, plugin hooks (which expect to
 //! see every step) and `walk_every_step` keep the fit stepwise ([`crate::fit::Fit`]).
 
+use crate::homes::run_at_home;
 use crate::machine::{Machine, spawn_group};
 use crate::profile::{Counters, Profile, Stage};
 use crate::resources::{FitSettings, StopSignal};
@@ -171,10 +173,11 @@ pub fn pipeline<R: Real>(
     // started last: a candidate costs about its last step's tape nodes times its lanes, and
     // one not walked yet goes first (a walk costs more than a replay).
     tasks.sort_by_cached_key(|(_, slots)| std::cmp::Reverse(cost(slots)));
-    let done: Vec<Done> = tasks
-        .par_iter_mut()
-        .enumerate()
-        .map(|(i, (c, slots))| {
+    // Each candidate's task at home on one worker from pass to pass (crate::homes).
+    let done: Vec<Done> = run_at_home(
+        &mut tasks,
+        |(c, _)| c.1.index,
+        |i, (c, slots)| {
             let (_, cand, spec, compiled, _, results, values, state, history, status) = c;
             let task = Task {
                 source: &cand.source,
@@ -190,8 +193,8 @@ pub fn pipeline<R: Real>(
                 },
             };
             advance(task, slots, &shared, i)
-        })
-        .collect();
+        },
+    );
     // The groups split off inside the tasks join their candidates.
     for (c, slots) in &mut tasks {
         for slot in slots.drain(..) {
