@@ -191,10 +191,14 @@ pub fn gpu(
         }
     }
     if cx.ctx.lost.is_some() {
-        // The CPU takes over: no group may stay wider than it walks.
+        // The CPU takes over: no group may stay wider than it walks. A wide group the device
+        // served before it failed is evaluated again on the CPU, at the CPU's width.
         cx.width.0 = None;
-        for (mut group, ..) in &mut groups {
+        for (mut group, mut route, ..) in &mut groups {
             let rest = cut_to(&mut group, host);
+            if !rest.is_empty() {
+                *route = Route::Walk;
+            }
             cx.profile.counters.groups +=
                 spawn_all(&mut commands, &mut candidates, group.candidate, rest, host);
         }

@@ -1,0 +1,92 @@
+//! A device lost in the middle of a fit whose groups are wider than the CPU walks: the fit goes
+//! on on the CPU, every wide group is cut to the CPU's width, and the results agree with a fit
+//! on the CPU alone. Its own test binary: it destroys the process's shared device.
+#![cfg(feature = "gpu")]
+
+use bevy_ecs::prelude::*;
+use ndvm_components::scene::{Device, Scene};
+use ndvm_systems::prelude::*;
+use std::path::PathBuf;
+
+fn scene(device: Device) -> Scene {
+    let text = r#"Scene(
+        candidates: [Inline(name: "decay", src: "(* A (exp (- 0 (* k t))))")],
+        parameters: Parameters(
+            names: ["A", "k"],
+            init: {"A": 1.0, "k": 0.5},
+            restarts: Restarts(count: 8, scale: 0.3, seed: 4),
+        ),
+        data: Some(Csv(path: "decay.csv", columns: {"t": "t"}, target: "counts")),
+        loss: Mse,
+        optimizer: Adam(lr: 0.05),
+        precision: Some(F32),
+        steps: 12,
+    )"#;
+    let mut scene = Scene::from_ron(text).expect("parses");
+    scene.device = Some(device);
+    scene
+}
+
+/// Destroys the shared device after the gpu stage's third run.
+struct LoseIt;
+
+impl Plugin for LoseIt {
+    fn build(&self, engine: &mut EngineBuilder) {
+        engine.schedule(|s| {
+            s.add_systems(lose.after(Stage::Gpu).before(Stage::Replay));
+        });
+    }
+}
+
+fn lose(mut runs: Local<u32>) {
+    *runs += 1;
+    if *runs == 3 {
+        ndvm_gpu::Gpu::shared().expect("gpu").destroy();
+    }
+}
+
+#[test]
+fn a_device_lost_mid_fit_leaves_the_fit_on_the_cpu_at_its_width() {
+    if let Err(e) = ndvm_gpu::Gpu::shared() {
+        assert!(
+            !std::env::var("REQUIRE_GPU").is_ok_and(|v| v == "1"),
+            "REQUIRE_GPU=1 but {e}"
+        );
+        return;
+    }
+    let scenes = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../scenes");
+    let run = |device, engine: Engine| {
+        let options = FitOptions {
+            engine,
+            settings: FitSettings {
+                lanes_per_group: 64,
+                ..FitSettings::default()
+            },
+            ..FitOptions::default()
+        };
+        let mut fit = Fit::new(&scene(device), &scenes, &options).expect("starts");
+        let report = fit.run(|_| {});
+        (report, fit.profile().report())
+    };
+    let (cpu, _) = run(Device::Cpu, Engine::default());
+    let lose_it = EngineBuilder::new()
+        .plugin(&LoseIt)
+        .build()
+        .expect("engine");
+    let (gpu, profile) = run(Device::Gpu, lose_it);
+    let lost = profile.used.lost.as_deref().expect("the loss is reported");
+    assert!(!lost.is_empty());
+    // Three device runs of the one 320-lane group (8 restarts × 40 points), then the CPU: its
+    // groups of at most 64 lanes, each walked once.
+    assert_eq!(profile.device.runs, 3, "{:?}", profile.device);
+    let c = &profile.counters;
+    assert!(c.lanes > 320 && c.walks > 5, "{c:?}");
+    let (a, b) = (&cpu.candidates[0], &gpu.candidates[0]);
+    assert_eq!((a.status, b.status), ("done", "done"));
+    assert!(
+        (a.loss - b.loss).abs() <= 1e-4 * a.loss.abs(),
+        "{} {}",
+        a.loss,
+        b.loss
+    );
+}
