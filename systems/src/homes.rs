@@ -14,9 +14,7 @@
 //! "Fourth part"): 2 threads went from 79% to 92% of two one-thread processes run at once on
 //! the scalar search, and from 90% to 99% on the co-search fit.
 
-use rayon::prelude::*;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Runs `f(i, &mut items[i])` for every item on the current rayon pool, item `i` at home on
 /// worker `home(&items[i]) % workers`; the outputs in item order.
@@ -37,23 +35,21 @@ where
     for (i, t) in items.iter().enumerate() {
         homes[home(t) % workers].push(i);
     }
-    let taken: Vec<AtomicBool> = items.iter().map(|_| AtomicBool::new(false)).collect();
-    let cells: Vec<Mutex<&mut T>> = items.iter_mut().map(Mutex::new).collect();
+    // A worker claims an item by taking it out of its cell (held only for that moment).
+    let cells: Vec<Mutex<Option<&mut T>>> = items.iter_mut().map(|t| Mutex::new(Some(t))).collect();
     let parts: Vec<Vec<(usize, O)>> = rayon::broadcast(|ctx| {
         let me = ctx.index() % workers;
         let mut out = Vec::new();
         for i in visits(&homes, me) {
-            if taken[i].swap(true, Ordering::AcqRel) {
-                continue;
+            let claimed = cells[i].lock().unwrap_or_else(|e| e.into_inner()).take();
+            if let Some(item) = claimed {
+                out.push((i, f(i, item)));
             }
-            // Taken by this worker alone: the lock is never contended.
-            let mut item = cells[i].lock().unwrap_or_else(|e| e.into_inner());
-            out.push((i, f(i, &mut item)));
         }
         out
     });
     let mut all: Vec<(usize, O)> = parts.into_iter().flatten().collect();
-    all.par_sort_unstable_by_key(|(i, _)| *i);
+    all.sort_unstable_by_key(|(i, _)| *i);
     all.into_iter().map(|(_, o)| o).collect()
 }
 

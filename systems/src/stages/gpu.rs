@@ -40,8 +40,9 @@ use tape::Verdict;
 
 /// Lanes per group while a device replays them: one lane of a group is walked on the CPU and
 /// the device replays them all (a broadcast tape), so groups are as wide as the population, up
-/// to this. The device's payload is 8 bytes per slot per lane (primal and adjoint): 2.2 GB for
-/// the 8-D Kalman filter at this width.
+/// to this. The device's payload is 8 bytes per slot per lane (primal and adjoint): 34 GB for
+/// the 8-D Kalman filter at this width, which the device then runs in slices
+/// ([`ndvm_gpu::Gpu::resident_bytes`]).
 pub const GPU_LANES_PER_GROUP: usize = 65_536;
 
 /// The cost model of `Auto` (docs/gpu.md): the device wins when the group is wide and its tape

@@ -74,13 +74,16 @@ pub(super) fn run(
     if !current {
         m.device = None;
     }
+    // Whether the tape is one lane walked by this call: if it fails, so would another walk.
+    let mut walked_now = false;
     for attempt in 0..2 {
-        let fresh = m.device.is_none();
-        if fresh {
+        if m.device.is_none() {
             let uploaded = if attempt == 0 && walked_for(m, group) {
                 upload_walked(gpu, auto, m)
             } else {
-                walk_one(m, group, walk, profile).and_then(|()| upload_one(gpu, auto, m, group))
+                walked_now = true;
+                walk_one(m, group, walk, profile)
+                    .and_then(|()| upload_one(gpu, auto, m, group, walk))
             };
             match uploaded {
                 Ok(d) => m.device = Some(d),
@@ -107,7 +110,7 @@ pub(super) fn run(
         if group.lanes.iter().any(|l| failed.binary_search(l).is_err()) {
             return Verdict::Ran(run);
         }
-        if fresh && attempt == 1 {
+        if walked_now {
             break;
         }
         // Every lane changed path since the tape was walked: walk the first lane again.
@@ -157,6 +160,7 @@ fn upload_one(
     auto: bool,
     m: &Machine<f32>,
     group: &LaneGroup,
+    walk: &Walk<'_>,
 ) -> Result<OnDevice, Verdict> {
     // A result that is a constant in the walked lane records nothing to replay.
     let rec = m.vm.recording().ok_or(Verdict::Never)?;
@@ -168,7 +172,10 @@ fn upload_one(
     Ok(OnDevice {
         walk: m.walks,
         tape,
-        broadcast: Some((group.lanes.clone(), Bindings::new())),
+        broadcast: Some((
+            group.lanes.clone(),
+            bind(&group.lanes, walk.spec, walk.values),
+        )),
     })
 }
 
@@ -202,11 +209,7 @@ fn execute(gpu: &Gpu, m: &mut Machine<f32>, walk: &Walk<'_>) -> Result<DeviceRun
     let program = walk.exe.program();
     let ran = match &mut d.broadcast {
         Some((lanes, inputs)) => {
-            if inputs.items.is_empty() {
-                *inputs = bind(lanes, walk.spec, walk.values);
-            } else {
-                update_params(inputs, lanes, walk.spec, walk.values);
-            }
+            update_params(inputs, lanes, walk.spec, walk.values);
             let rec = vm.recording().ok_or(Verdict::Cpu)?;
             let given: Vec<Option<&[f32]>> = program
                 .inputs
