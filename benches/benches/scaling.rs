@@ -13,6 +13,10 @@
 //! - **The search loop's serial share**, measured directly: its phases between fit steps
 //!   (`timing.search_loop` of the search report) over the one-thread wall time, and the
 //!   speedup that share alone allows on 16 and 64 cores.
+//! - **A projection to 2, 16 and 64 workers** from traced one-thread runs
+//!   ([`ndvm_systems::trace`]): each pass's measured tasks replayed on simulated workers by the
+//!   pass's own rule, the work beside it and the serial parts added; printed beside the
+//!   measured 2-thread speedup, which checks the model on this machine.
 //! - Rounds alternate thread counts and the ceiling; each figure is the median of its rounds.
 //!
 //! ```sh
@@ -20,6 +24,7 @@
 //! cargo bench -p ndvm-benches --bench scaling -- scalar 5         # one workload, 5 rounds
 //! NDVM_SCALING_THREADS=1,2,4,8,16 cargo bench -p ndvm-benches --bench scaling
 //! NDVM_STEPS_PER_PASS=1 cargo bench -p ndvm-benches --bench scaling   # the stepwise fit, to compare
+//! NDVM_SEARCH_WINDOW=256 cargo bench -p ndvm-benches --bench scaling -- scalar   # another window
 //! ```
 //!
 //! The default thread counts are 1, 2, 4, … up to the machine's cores, then 8× the cores (a
@@ -37,6 +42,7 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use ndvm_components::scene::{Device, Scene};
 use ndvm_systems::prelude::*;
 use ndvm_systems::search::{Search, SearchOptions};
+use ndvm_systems::trace::Trace;
 use std::time::Instant;
 
 /// One workload: a search (calibrations) or a fit (optimizer steps per candidate).
@@ -53,7 +59,7 @@ enum Work {
 }
 
 /// What one run measured.
-#[derive(Clone, Copy, Default)]
+#[derive(Clone, Default)]
 struct Run {
     /// Calibrations per second (a search) or fits per second (a fit): higher is better.
     rate: f64,
@@ -65,6 +71,8 @@ struct Run {
     serial_s: f64,
     /// The answer, to check that every thread count computed the same thing.
     digest: u64,
+    /// Its passes, when traced ([`ndvm_systems::trace`]).
+    trace: Option<Trace>,
 }
 
 /// `NDVM_STEPS_PER_PASS` (default: the engine's): steps each candidate takes per parallel pass,
@@ -73,9 +81,17 @@ fn steps_per_pass() -> Option<u32> {
     std::env::var("NDVM_STEPS_PER_PASS").ok()?.parse().ok()
 }
 
+/// A scene by name; `NDVM_SEARCH_WINDOW` replaces a search's window (candidates in flight: more
+/// work per pass for the same per-pass costs, and different results, the same at every thread
+/// count).
 fn load(name: &str) -> Scene {
     let text = std::fs::read_to_string(feynman::scenes().join(name)).expect("scene");
-    Scene::from_ron(&text).expect("scene parses")
+    let mut scene = Scene::from_ron(&text).expect("scene parses");
+    let window = std::env::var("NDVM_SEARCH_WINDOW").ok();
+    if let (Some(search), Some(w)) = (scene.search.as_mut(), window.and_then(|w| w.parse().ok())) {
+        search.window = w;
+    }
+    scene
 }
 
 fn digest(s: &str) -> u64 {
@@ -85,7 +101,8 @@ fn digest(s: &str) -> u64 {
     h.finish()
 }
 
-fn run(work: Work, threads: usize) -> Run {
+/// One run at `threads` threads; `trace` keeps its passes (to project them onto more cores).
+fn run(work: Work, threads: usize, trace: bool) -> Run {
     let start = Instant::now();
     match work {
         Work::Search {
@@ -96,20 +113,24 @@ fn run(work: Work, threads: usize) -> Run {
                 threads: Some(threads),
                 calibrations: Some(calibrations),
                 steps_per_pass: steps_per_pass(),
+                trace_passes: trace,
                 ..SearchOptions::default()
             };
-            let mut log = String::new();
+            // The records are kept as the CLI's log thread receives them (a copy of each,
+            // from 4 workers; written on that thread): the log's formatting is not the engine's.
+            let mut records = Vec::new();
             let mut search =
                 Search::new(&load(scene), &feynman::scenes(), &options).expect("search starts");
             let report = search.run(|e| {
                 if let ndvm_systems::search::Event::Calibrated(r, _) = e {
-                    log.push_str(&format!(
-                        "{} {} {:?}\n",
-                        r.candidate, r.train_loss, r.params
-                    ));
+                    records.push(r.clone());
                 }
             });
             let wall_s = start.elapsed().as_secs_f64();
+            let log: String = records
+                .iter()
+                .map(|r| format!("{} {} {:?}\n", r.candidate, r.train_loss, r.params))
+                .collect();
             let p = report.timing.profile.as_ref().expect("a profile");
             Run {
                 rate: report.summary.calibrations as f64 / wall_s,
@@ -118,6 +139,7 @@ fn run(work: Work, threads: usize) -> Run {
                 steps: p.counters.steps,
                 serial_s: report.timing.search_loop.serial_s(),
                 digest: digest(&log),
+                trace: search.trace().cloned(),
             }
         }
         Work::Fit { scene, steps } => {
@@ -128,6 +150,7 @@ fn run(work: Work, threads: usize) -> Run {
                     device: Some(Device::Cpu),
                     steps_per_pass: steps_per_pass()
                         .unwrap_or(FitSettings::default().steps_per_pass),
+                    trace_passes: trace,
                     ..FitSettings::default()
                 },
                 ..FitOptions::default()
@@ -148,6 +171,7 @@ fn run(work: Work, threads: usize) -> Run {
                 steps: p.counters.steps,
                 serial_s: 0.0,
                 digest: digest(&format!("{losses:?}")),
+                trace: fit.profile().trace.clone(),
             }
         }
     }
@@ -156,7 +180,9 @@ fn run(work: Work, threads: usize) -> Run {
 /// `n` independent one-thread runs started together: their summed rate.
 fn ceiling(work: Work, n: usize) -> f64 {
     std::thread::scope(|s| {
-        let runs: Vec<_> = (0..n).map(|_| s.spawn(move || run(work, 1))).collect();
+        let runs: Vec<_> = (0..n)
+            .map(|_| s.spawn(move || run(work, 1, false)))
+            .collect();
         runs.into_iter().map(|h| h.join().expect("run").rate).sum()
     })
 }
@@ -190,10 +216,10 @@ fn measure(name: &str, work: Work, threads: &[usize], rounds: usize, cores: usiz
     let mut steps = 0;
     let mut digests = std::collections::BTreeSet::new();
     // One untimed run first: pages, caches and the allocator warm up outside the figures.
-    digests.insert(run(work, widest).digest);
+    digests.insert(run(work, widest, false).digest);
     for _ in 0..rounds {
         for (i, &t) in threads.iter().enumerate() {
-            let r = run(work, t);
+            let r = run(work, t, false);
             rates[i].push(r.rate);
             loops[i].push(r.loop_s);
             if t == 1 {
@@ -267,11 +293,85 @@ fn measure(name: &str, work: Work, threads: &[usize], rounds: usize, cores: usiz
             amdahl(e, 64.0)
         );
     }
+    project(work, rounds, widest, &rates, threads);
     assert_eq!(
         digests.len(),
         1,
         "{name}: the answer changed with the thread count"
     );
+}
+
+/// Traced one-thread runs projected onto 2, 16 and 64 workers ([`ndvm_systems::trace`]), beside
+/// the speedup measured at `widest` threads as a check of the model.
+fn project(work: Work, rounds: usize, widest: usize, rates: &[Vec<f64>], threads: &[usize]) {
+    let traces: Vec<Trace> = (0..rounds)
+        .filter_map(|_| run(work, 1, true).trace)
+        .collect();
+    let Some(first) = traces.first() else { return };
+    if !first.projectable() {
+        println!(
+            "not projected: a candidate's groups spread over the cores inside its task, and the \
+             model gives each task one worker"
+        );
+        return;
+    }
+    let wake = wake_s(widest.max(2));
+    let passes = first.project(1).passes;
+    println!(
+        "projected from {} traced one-thread runs ({passes} passes, {:.1}% serial between them; \
+         {:.1} µs to wake the workers per pass, measured at {} threads):",
+        traces.len(),
+        100.0 * median(traces.iter().map(|t| t.serial_s() / t.total_s()).collect()),
+        wake * 1e6,
+        widest.max(2),
+    );
+    println!(
+        "{:>8} {:>9} {:>10} {:>12} {:>10}",
+        "workers", "speedup", "measured", "imbalance", "serial"
+    );
+    let measured = |p: usize| {
+        let i = threads.iter().position(|&t| t == p)?;
+        let j = threads.iter().position(|&t| t == 1)?;
+        Some(median(rates[i].clone()) / median(rates[j].clone()))
+    };
+    for p in [2, 16, 64] {
+        let (mut speedups, mut imbalance, mut serial) = (Vec::new(), Vec::new(), Vec::new());
+        for t in &traces {
+            let proj = t.project(p);
+            let secs = proj.seconds(wake);
+            speedups.push(t.total_s() / secs);
+            imbalance.push(proj.imbalance_s / secs);
+            serial.push((proj.serial_s + wake * proj.passes as f64) / secs);
+        }
+        println!(
+            "{p:>8} {:>8.2}× {:>10} {:>11.1}% {:>9.1}%",
+            median(speedups),
+            measured(p)
+                .filter(|_| p <= widest)
+                .map_or("-".into(), |s| format!("{s:.2}×")),
+            100.0 * median(imbalance),
+            100.0 * median(serial),
+        );
+    }
+}
+
+/// What waking `threads` workers for an empty pass costs (median of 2,000).
+fn wake_s(threads: usize) -> f64 {
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .expect("pool");
+    // From inside the pool, as the fit's loop calls it.
+    let times = pool.install(|| {
+        (0..2000)
+            .map(|_| {
+                let t = Instant::now();
+                rayon::broadcast(|_| ());
+                t.elapsed().as_secs_f64()
+            })
+            .collect()
+    });
+    median(times)
 }
 
 fn main() {

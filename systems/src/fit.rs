@@ -36,6 +36,7 @@ use bevy_ecs::schedule::SingleThreadedExecutor;
 use ndvm_components::prelude::*;
 use ndvm_components::scene::{Precision, Scene};
 use ndvm_engine::Real;
+use rayon::prelude::*;
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
@@ -153,7 +154,10 @@ impl Fit {
             cache: Default::default(),
             primitives: options.engine.primitives.clone(),
         });
-        world.insert_resource(Profile::default());
+        world.insert_resource(Profile {
+            trace: settings.trace_passes.then(Default::default),
+            ..Profile::default()
+        });
         world.insert_resource(DeviceWidth::default());
         world.insert_resource(StopSignal(ndvm_engine::Stop {
             flag: Some(options.interrupted.clone().unwrap_or_default()),
@@ -243,11 +247,17 @@ impl Fit {
             .filter(|(_, s, _)| s.is_final())
             .map(|(e, _, g)| (e, g.0.clone()))
             .collect();
-        let mut results = Vec::with_capacity(done.len());
+        // The reports are independent (a few microseconds each, ~60 at once when a search's
+        // cohort finishes): built on every core, beside the search's own work.
+        let world = &self.world;
+        let start = Instant::now();
+        let mut results: Vec<CandidateResult> = self.pool.install(|| {
+            done.par_iter()
+                .filter_map(|(entity, _)| report::of_entity(world, *entity))
+                .collect()
+        });
+        self.spread_trace(start.elapsed().as_secs_f64());
         for (entity, groups) in done {
-            if let Some(r) = report::of_entity(&self.world, entity) {
-                results.push(r);
-            }
             for g in groups {
                 self.world.despawn(g);
             }
@@ -280,9 +290,11 @@ impl Fit {
         let (world, schedule, total) = (&mut self.world, &mut self.schedule, self.total);
         self.pool.install(|| {
             let mut runs = 0;
+            let mut top = Instant::now();
             while runs < max_runs && step(world, schedule, total) {
                 runs += 1;
                 on_step(progress(world, total));
+                close_trace(world, &mut top, (0.0, 0.0));
             }
         });
         on_step(self.progress());
@@ -319,6 +331,21 @@ impl Fit {
 
     pub fn profile(&self) -> &Profile {
         self.world.resource::<Profile>()
+    }
+
+    /// Work of the caller's between passes that ran on every core, `secs` of one-thread time
+    /// ([`crate::trace::Trace::spread`]). Nothing when not traced.
+    pub fn spread_trace(&mut self, secs: f64) {
+        if let Some(trace) = self.world.resource_mut::<Profile>().trace.as_mut() {
+            trace.spread(secs.max(0.0));
+        }
+    }
+
+    /// Ends one iteration of a caller's loop in a traced fit ([`crate::trace`]): the time since
+    /// `top` (then reset), `beside` of it spent beside the pass (serial, and on every core).
+    /// Nothing when not traced.
+    pub fn close_trace(&mut self, top: &mut Instant, beside: (f64, f64)) {
+        close_trace(&mut self.world, top, beside);
     }
 
     /// Each candidate's data set (by population index), for candidates fitted to data: what
@@ -377,6 +404,14 @@ fn step(world: &mut World, schedule: &mut Schedule, total: usize) -> bool {
     world.clear_trackers();
     world.resource_mut::<Profile>().wall += start.elapsed();
     progress(world, total).finished < total
+}
+
+fn close_trace(world: &mut World, top: &mut Instant, beside: (f64, f64)) {
+    if let Some(trace) = world.resource_mut::<Profile>().trace.as_mut() {
+        let now = Instant::now();
+        trace.close((now - *top).as_secs_f64(), beside);
+        *top = now;
+    }
 }
 
 fn progress(world: &mut World, total: usize) -> Progress {

@@ -55,7 +55,7 @@ where
 
 /// The order worker `me` tries the items in: its own list front to back, then every other
 /// worker's from the back.
-fn visits(homes: &[Vec<usize>], me: usize) -> impl Iterator<Item = usize> + '_ {
+pub(crate) fn visits(homes: &[Vec<usize>], me: usize) -> impl Iterator<Item = usize> + '_ {
     let others = (1..homes.len()).flat_map(move |k| homes[(me + k) % homes.len()].iter().rev());
     homes[me].iter().chain(others).copied()
 }

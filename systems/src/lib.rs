@@ -37,6 +37,7 @@ pub mod report;
 pub mod resources;
 pub mod search;
 pub mod stages;
+pub mod trace;
 
 pub use ndvm_components as components;
 pub use ndvm_engine as engine;

@@ -146,6 +146,8 @@ pub struct Profile {
     pub used: DeviceUsed,
     /// Wall time of the step loop (schedule runs), stages included.
     pub wall: Duration,
+    /// Every pass's tasks, kept when [`crate::resources::FitSettings::trace_passes`] is set.
+    pub trace: Option<crate::trace::Trace>,
 }
 
 /// A running stage: started by a system, recorded when it ends.

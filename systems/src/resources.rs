@@ -31,6 +31,9 @@ pub struct FitSettings {
     /// fits). A fit's results do not depend on it; a search must not set it (its admissions
     /// would then depend on time).
     pub pass_millis: Option<u32>,
+    /// Keep every pass's task times in the profile ([`crate::trace`]): what the scaling bench
+    /// projects onto more cores. Off by default (two clock reads per task and a pass's list).
+    pub trace_passes: bool,
 }
 
 impl Default for FitSettings {
@@ -43,6 +46,7 @@ impl Default for FitSettings {
             payload_bytes: None,
             steps_per_pass: 16,
             pass_millis: Some(250),
+            trace_passes: false,
         }
     }
 }

@@ -12,6 +12,7 @@ use super::{
 };
 use crate::population;
 use ndvm_components::scene::{Parameters, Restarts};
+use rayon::prelude::*;
 
 impl Search {
     pub(super) fn warn(&mut self, message: String, on_event: &mut impl FnMut(Event<'_>)) {
@@ -69,21 +70,26 @@ impl Search {
 
     /// Takes proposals until the window is full or the budget is spent; returns the members to
     /// admit into the fit (the refused ones are already failed calibrations).
+    ///
+    /// Which proposals fill the window does not depend on whether they can be admitted (a
+    /// refused one holds its place until it is recorded), so they are taken first, in turn, and
+    /// then checked, parsed for their skeletons and given their starting values in parallel:
+    /// this runs beside the fit's pass, and on many cores it would otherwise be the longest
+    /// task of a pass that follows a finished cohort.
     pub(super) fn refill(
         &mut self,
         on_event: &mut impl FnMut(Event<'_>),
     ) -> Vec<population::Member> {
-        let mut members = Vec::new();
-        let mut rejected = Vec::new();
         let draws = u64::from(self.spec.calibration.draws);
-        while self.inflight.len() + rejected.len() < self.spec.window {
+        let mut taken = Vec::new();
+        while self.inflight.len() + taken.len() < self.spec.window {
             let left = self
                 .max_calibrations
                 .map_or(u64::MAX, |m| m - self.admitted);
             if left == 0 {
                 break;
             }
-            let free = self.spec.window - self.inflight.len() - rejected.len();
+            let free = self.spec.window - self.inflight.len() - taken.len();
             let Some((slot, proposal)) = self.next_proposal(free, on_event) else {
                 break;
             };
@@ -91,49 +97,67 @@ impl Search {
             self.next_candidate += 1;
             let n = draws.min(left);
             self.admitted += n;
-            // Checked first: a refused program is never parsed, and one over the size limit is
-            // kept only by its start (a 10 MB line was once parsed for its skeleton and copied
-            // into every record and every proposer's result message).
-            let checked = self.check_proposal(&proposal);
-            let mut proposal = proposal;
-            if checked.is_err() && proposal.src.len() > MAX_SOURCE_BYTES {
-                proposal.src = super::report::shortened(&proposal.src, 200);
+            taken.push((index, n, slot, proposal));
+        }
+        let start = std::time::Instant::now();
+        let (context, protocol, seed) = (&self.context, &self.protocol, self.spec.seed);
+        let parameters = &self.parameters;
+        let prepared: Vec<_> = taken
+            .into_par_iter()
+            .map(|(index, n, slot, mut proposal)| {
+                // Checked first: a refused program is never parsed, and one over the size
+                // limit is kept only by its start (a 10 MB line was once parsed for its
+                // skeleton and copied into every record and every proposer's result message).
+                let checked = check_proposal(context, &proposal);
+                if checked.is_err() && proposal.src.len() > MAX_SOURCE_BYTES {
+                    proposal.src = super::report::shortened(&proposal.src, 200);
+                }
+                let skeleton = match checked {
+                    Ok(()) => super::expr::skeleton(&proposal.src, &proposal.params).ok(),
+                    Err(_) => None,
+                }
+                .unwrap_or_else(|| proposal.src.chars().take(200).collect());
+                let flight = Inflight {
+                    proposer: slot,
+                    proposal,
+                    skeleton,
+                    draws: n,
+                };
+                let member = checked.map(|()| {
+                    let params = Parameters {
+                        names: flight.proposal.params.clone(),
+                        init: parameters.init.clone(),
+                        restarts: Restarts {
+                            count: n as u32,
+                            scale: 0.0,
+                            seed: mix(seed, index),
+                        },
+                        bounds: parameters.bounds.clone(),
+                    };
+                    population::member(
+                        protocol,
+                        index as usize,
+                        flight.proposal.name.clone(),
+                        flight.proposal.src.clone(),
+                        &params,
+                        context.data.clone(),
+                        context.shared.clone(),
+                    )
+                });
+                (index, n, flight, member)
+            })
+            .collect();
+        self.loop_times.parallel_s += start.elapsed().as_secs_f64();
+        let mut members = Vec::new();
+        let mut rejected = Vec::new();
+        for (index, n, flight, member) in prepared {
+            match member {
+                Ok(m) => {
+                    members.push(m);
+                    self.inflight.insert(index, flight);
+                }
+                Err(why) => rejected.push((index, n, flight, why)),
             }
-            let skeleton = match checked {
-                Ok(()) => super::expr::skeleton(&proposal.src, &proposal.params).ok(),
-                Err(_) => None,
-            }
-            .unwrap_or_else(|| proposal.src.chars().take(200).collect());
-            let flight = Inflight {
-                proposer: slot,
-                proposal,
-                skeleton,
-                draws: n,
-            };
-            if let Err(why) = checked {
-                rejected.push((index, n, flight, why));
-                continue;
-            }
-            let params = Parameters {
-                names: flight.proposal.params.clone(),
-                init: self.parameters.init.clone(),
-                restarts: Restarts {
-                    count: n as u32,
-                    scale: 0.0,
-                    seed: mix(self.spec.seed, index),
-                },
-                bounds: self.parameters.bounds.clone(),
-            };
-            members.push(population::member(
-                &self.protocol,
-                index as usize,
-                flight.proposal.name.clone(),
-                flight.proposal.src.clone(),
-                &params,
-                self.context.data.clone(),
-                self.context.shared.clone(),
-            ));
-            self.inflight.insert(index, flight);
         }
         // A proposal that cannot even be admitted is a failed calibration of each draw.
         let mut records = Vec::new();
@@ -156,38 +180,34 @@ impl Search {
         self.emit(records, on_event);
         members
     }
+}
 
-    /// What makes a proposal unusable before it is decoded: its size and parameter names.
-    pub(super) fn check_proposal(&self, p: &Proposal) -> Result<(), String> {
-        if p.src.len() > MAX_SOURCE_BYTES {
-            return Err(format!(
-                "the program is {} bytes, over the {} KiB limit",
-                p.src.len(),
-                MAX_SOURCE_BYTES >> 10
-            ));
+/// What makes a proposal unusable before it is decoded: its size and parameter names.
+fn check_proposal(context: &population::Context, p: &Proposal) -> Result<(), String> {
+    if p.src.len() > MAX_SOURCE_BYTES {
+        return Err(format!(
+            "the program is {} bytes, over the {} KiB limit",
+            p.src.len(),
+            MAX_SOURCE_BYTES >> 10
+        ));
+    }
+    if p.params.len() > ndvm_components::limits::PARAMS {
+        return Err(format!(
+            "{} parameters, over the limit of {}",
+            p.params.len(),
+            ndvm_components::limits::PARAMS
+        ));
+    }
+    for name in &p.params {
+        let ok = !name.is_empty()
+            && !name.contains(|c: char| c.is_whitespace() || "()[]'\";`,".contains(c))
+            && name.parse::<f64>().is_err();
+        if !ok {
+            return Err(format!("`{name}` is not a parameter name"));
         }
-        if p.params.len() > ndvm_components::limits::PARAMS {
-            return Err(format!(
-                "{} parameters, over the limit of {}",
-                p.params.len(),
-                ndvm_components::limits::PARAMS
-            ));
-        }
-        for name in &p.params {
-            let ok = !name.is_empty()
-                && !name.contains(|c: char| c.is_whitespace() || "()[]'\";`,".contains(c))
-                && name.parse::<f64>().is_err();
-            if !ok {
-                return Err(format!("`{name}` is not a parameter name"));
-            }
-        }
-        match population::name_clash(
-            &p.params,
-            self.context.data.as_deref(),
-            &self.context.shared,
-        ) {
-            Some(clash) => Err(clash),
-            None => Ok(()),
-        }
+    }
+    match population::name_clash(&p.params, context.data.as_deref(), &context.shared) {
+        Some(clash) => Err(clash),
+        None => Ok(()),
     }
 }

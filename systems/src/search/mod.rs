@@ -110,6 +110,8 @@ pub struct SearchOptions {
     pub device: Option<ndvm_components::scene::Device>,
     /// Run as one shard of a sharded search ([`shard::run_task`] sets it).
     pub shard: Option<shard::ShardTask>,
+    /// Keep every pass's task times ([`crate::trace`], [`Search::trace`]).
+    pub trace_passes: bool,
 }
 
 /// A search that could not start.
@@ -300,6 +302,7 @@ impl Search {
                     .max(1),
                 // Passes of fixed steps: admissions must not depend on time.
                 pass_millis: None,
+                trace_passes: options.trace_passes,
             },
             engine: options.engine.clone(),
             precision: Some(precision),
@@ -420,7 +423,16 @@ impl Search {
         // ones to admit before it.
         let mut finished = Vec::new();
         let mut members = Vec::new();
+        // A traced run's iterations ([`crate::trace`]): each one's start, and the serial and
+        // parallel work beside its pass.
+        let mut top = Instant::now();
+        let mut beside = (0.0, 0.0);
+        let mut parallel = self.loop_times.parallel_s;
         let stopped_by = loop {
+            // Parallel work not beside a pass (a refill with nothing to step) runs on every core.
+            fit.spread_trace(self.loop_times.parallel_s - parallel - beside.1);
+            parallel = self.loop_times.parallel_s;
+            fit.close_trace(&mut top, std::mem::take(&mut beside));
             if self.interrupted.load(Ordering::Relaxed) {
                 break "interrupted";
             }
@@ -458,22 +470,29 @@ impl Search {
                 continue;
             }
             let batch = std::mem::take(&mut finished);
-            let (done, (next, [record_s, refill_s])) = rayon::join(
+            let (done, (next, [record_s, refill_s, parallel_s])) = rayon::join(
                 || {
                     fit.step();
                     (!stop.requested()).then(|| fit.retire())
                 },
                 || {
                     let mut lap = report::Lap::start();
+                    let parallel = self.loop_times.parallel_s;
                     self.record(batch, &mut on_event);
                     let recorded = lap.next();
-                    (self.refill(&mut on_event), [recorded, lap.next()])
+                    let next = self.refill(&mut on_event);
+                    let refilled = lap.next();
+                    (
+                        next,
+                        [recorded, refilled, self.loop_times.parallel_s - parallel],
+                    )
                 },
             );
             members = next;
             self.loop_times.record_s += record_s;
             self.loop_times.refill_s += refill_s;
             self.loop_times.beside_step_s += record_s + refill_s;
+            beside = (record_s + refill_s - parallel_s, parallel_s);
             self.loop_times.step_s += lap.next();
             // A step cut short is not retired: its calibrations are unfinished.
             let Some(done) = done else { continue };
@@ -490,7 +509,14 @@ impl Search {
             self.inflight.remove(&(m.candidate.index as u64));
         }
         self.loop_times.record_s += lap.next();
+        fit.spread_trace(self.loop_times.parallel_s - parallel - beside.1);
+        fit.close_trace(&mut top, beside);
         stopped_by
+    }
+
+    /// A traced search's passes ([`SearchOptions::trace_passes`]), once it has run.
+    pub fn trace(&self) -> Option<&crate::trace::Trace> {
+        self.fit.as_ref()?.profile().trace.as_ref()
     }
 
     fn elapsed(&self) -> f64 {

@@ -81,6 +81,9 @@ pub struct TopSkeletons {
     keep: usize,
     by_r2: bool,
     best: HashMap<String, Record>,
+    /// The skeleton of the worst kept record, once the top is full (`None`: not known). Most
+    /// offers lose to it, so it is kept rather than looked for among `keep` records each time.
+    worst: Option<String>,
 }
 
 impl TopSkeletons {
@@ -89,6 +92,7 @@ impl TopSkeletons {
             keep,
             by_r2,
             best: HashMap::new(),
+            worst: None,
         }
     }
 
@@ -100,6 +104,10 @@ impl TopSkeletons {
         if let Some(old) = self.best.get_mut(&r.skeleton) {
             if better(r, old) {
                 *old = r.clone();
+                // The worst record got better: another may be the worst now.
+                if self.worst.as_deref() == Some(r.skeleton.as_str()) {
+                    self.worst = None;
+                }
             }
             return;
         }
@@ -107,16 +115,19 @@ impl TopSkeletons {
             self.best.insert(r.skeleton.clone(), r.clone());
             return;
         }
-        let worst = self
-            .best
-            .values()
-            .min_by(|a, b| rank(a, b, self.by_r2))
-            .map(|w| w.skeleton.clone());
-        if let Some(w) = worst
-            && better(r, &self.best[&w])
-        {
-            self.best.remove(&w);
+        let by_r2 = self.by_r2;
+        let worst = match self.worst.take() {
+            Some(w) => w,
+            None => {
+                let w = self.best.values().min_by(|a, b| rank(a, b, by_r2));
+                w.expect("a full top").skeleton.clone()
+            }
+        };
+        if better(r, &self.best[&worst]) {
+            self.best.remove(&worst);
             self.best.insert(r.skeleton.clone(), r.clone());
+        } else {
+            self.worst = Some(worst);
         }
     }
 
@@ -306,6 +317,45 @@ mod tests {
             kept,
             vec![("a".to_string(), Some(0.99)), ("b".to_string(), Some(0.7))]
         );
+    }
+
+    #[test]
+    fn the_top_matches_a_search_of_every_kept_record_for_the_worst() {
+        use rand::{Rng, SeedableRng};
+        // What the top did before it kept its worst: look for it at every offer.
+        fn naive(best: &mut HashMap<String, Record>, keep: usize, r: &Record) {
+            let better = |a: &Record, b: &Record| a.score(true) > b.score(true);
+            if let Some(old) = best.get_mut(&r.skeleton) {
+                if better(r, old) {
+                    *old = r.clone();
+                }
+                return;
+            }
+            if best.len() < keep {
+                best.insert(r.skeleton.clone(), r.clone());
+                return;
+            }
+            let worst = best.values().min_by(|a, b| rank(a, b, true)).expect("full");
+            let w = worst.skeleton.clone();
+            if better(r, &best[&w]) {
+                best.remove(&w);
+                best.insert(r.skeleton.clone(), r.clone());
+            }
+        }
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(7);
+        for keep in [1, 3, 10] {
+            let mut top = TopSkeletons::new(keep, true);
+            let mut reference = HashMap::new();
+            for i in 0..3000 {
+                // Few skeletons and coarse scores: updates, ties and evictions all happen.
+                let skeleton = format!("s{}", rng.random_range(0..25));
+                let r2 = f64::from(rng.random_range(0..20)) / 20.0;
+                let r = rec(i, &skeleton, r2);
+                top.offer(&r);
+                naive(&mut reference, keep, &r);
+                assert_eq!(top.best, reference, "keep {keep}, offer {i}");
+            }
+        }
     }
 
     #[test]

@@ -123,8 +123,9 @@ pub struct Timing {
 /// also inside `record`), numbering, tallies, the caller's log and the proposers' `observe` —
 /// and the progress event (`events`). Recording a step's candidates and refilling the slots
 /// they freed run beside the next step (`beside_step`: the part of `record` and `refill` that
-/// did), so `step` is that step's wall time. The rest is serial: its share bounds the speedup
-/// any number of cores can give (docs/performance.md).
+/// did), so `step` is that step's wall time. Of `record` and `refill`, `parallel` ran on every
+/// core (the held-out R², building the records, checking and parsing the proposals). The rest
+/// is serial: its share bounds the speedup any number of cores can give (docs/performance.md).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, serde::Deserialize)]
 pub struct LoopTimes {
     pub refill_s: f64,
@@ -134,6 +135,8 @@ pub struct LoopTimes {
     pub held_out_s: f64,
     pub events_s: f64,
     pub beside_step_s: f64,
+    #[serde(default)]
+    pub parallel_s: f64,
 }
 
 impl std::ops::AddAssign for LoopTimes {
@@ -145,6 +148,7 @@ impl std::ops::AddAssign for LoopTimes {
         self.held_out_s += o.held_out_s;
         self.events_s += o.events_s;
         self.beside_step_s += o.beside_step_s;
+        self.parallel_s += o.parallel_s;
     }
 }
 

@@ -8,6 +8,82 @@
 use super::heldout::Job;
 use super::{Event, Inflight, Notes, Record, Search};
 use ndvm_components::scene::search::Success;
+use rayon::prelude::*;
+
+/// Whether a candidate finished its calibration (its held-out R² is evaluated).
+fn finished(status: &str) -> bool {
+    matches!(status, "done" | "converged" | "stopped")
+}
+
+/// One calibration's record (numbered later, by [`Search::emit`]).
+fn record_of(
+    (success, proposer): (Success, &str),
+    flight: &Inflight,
+    candidate: u64,
+    draw: u32,
+    params: std::collections::BTreeMap<String, f64>,
+    (train_loss, held_out_r2): (f64, Option<f64>),
+    (status, detail): (&'static str, Option<String>),
+) -> Record {
+    let ok = matches!(status, "done" | "converged" | "stopped");
+    let success = ok
+        && match success {
+            Success::HeldOutR2(t) => held_out_r2.is_some_and(|r| r > t),
+            Success::TrainLoss(t) => train_loss < t,
+        };
+    Record {
+        calibration: 0,
+        candidate,
+        draw,
+        proposer: proposer.to_string(),
+        name: flight.proposal.name.clone(),
+        skeleton: flight.skeleton.clone(),
+        program: 0,
+        src: flight.proposal.src.clone(),
+        params,
+        train_loss,
+        held_out_r2,
+        success,
+        status,
+        detail,
+        front: false,
+    }
+}
+
+/// Each draw's record of one retired candidate, given its held-out R² per draw (`None`: it did
+/// not finish, so none was evaluated).
+fn records_of(
+    success: Success,
+    proposer: &str,
+    (c, flight): &(crate::report::CandidateResult, Inflight),
+    r2: Option<Vec<Option<f64>>>,
+) -> Vec<Record> {
+    let r2 = r2.unwrap_or_else(|| vec![None; c.restarts.len()]);
+    let index = c.index as u64;
+    c.restarts
+        .iter()
+        .enumerate()
+        .map(|(draw, r)| {
+            // A finished draw's status is its own: a loss that is not a number failed, and each
+            // draw converged or reached the step limit by itself.
+            let status = match c.status {
+                "done" | "converged" if !r.loss.is_finite() => "non-finite",
+                "done" | "converged" if r.converged => "converged",
+                "done" | "converged" => "done",
+                s => s,
+            };
+            record_of(
+                (success, proposer),
+                flight,
+                index,
+                draw as u32,
+                r.params.clone(),
+                (r.loss, r2.get(draw).copied().flatten()),
+                (status, c.detail.clone()),
+            )
+        })
+        .collect()
+}
 
 impl Search {
     pub(super) fn make_record(
@@ -16,32 +92,13 @@ impl Search {
         candidate: u64,
         draw: u32,
         params: std::collections::BTreeMap<String, f64>,
-        (train_loss, held_out_r2): (f64, Option<f64>),
-        (status, detail): (&'static str, Option<String>),
+        loss: (f64, Option<f64>),
+        status: (&'static str, Option<String>),
     ) -> Record {
-        let ok = matches!(status, "done" | "converged" | "stopped");
-        let success = ok
-            && match self.spec.success {
-                Success::HeldOutR2(t) => held_out_r2.is_some_and(|r| r > t),
-                Success::TrainLoss(t) => train_loss < t,
-            };
-        Record {
-            calibration: 0,
-            candidate,
-            draw,
-            proposer: self.slots[flight.proposer].proposer.name().to_string(),
-            name: flight.proposal.name.clone(),
-            skeleton: flight.skeleton.clone(),
-            program: 0,
-            src: flight.proposal.src.clone(),
-            params,
-            train_loss,
-            held_out_r2,
-            success,
-            status,
-            detail,
-            front: false,
-        }
+        let proposer = self.slots[flight.proposer].proposer.name();
+        let success = self.spec.success;
+        let who = (success, proposer);
+        record_of(who, flight, candidate, draw, params, loss, status)
     }
 
     /// The retired candidates, each with what the search knows of it, out of the window.
@@ -67,7 +124,7 @@ impl Search {
         let start = std::time::Instant::now();
         let jobs: Vec<Job<'_>> = done
             .iter()
-            .filter(|(c, _)| matches!(c.status, "done" | "converged" | "stopped"))
+            .filter(|(c, _)| finished(c.status))
             .map(|(c, flight)| {
                 let names = &flight.proposal.params;
                 Job {
@@ -84,34 +141,24 @@ impl Search {
         let mut r2s = self.held.r2_all(&jobs).into_iter();
         drop(jobs);
         self.loop_times.held_out_s += start.elapsed().as_secs_f64();
+        // The records are independent until they are numbered: built in parallel too.
+        let r2s: Vec<Option<Vec<Option<f64>>>> = done
+            .iter()
+            .map(|(c, _)| finished(c.status).then(|| r2s.next()).flatten())
+            .collect();
+        let names: Vec<&str> = self.slots.iter().map(|s| s.proposer.name()).collect();
+        let success = self.spec.success;
+        let built: Vec<Vec<Record>> = done
+            .par_iter()
+            .zip(r2s)
+            .map(|(d, r2)| records_of(success, names[d.1.proposer], d, r2))
+            .collect();
+        drop(names);
+        self.loop_times.parallel_s += start.elapsed().as_secs_f64();
         let mut records = Vec::new();
-        for (c, flight) in done {
-            let index = c.index as u64;
+        for ((_, flight), rs) in done.iter().zip(built) {
             self.slots[flight.proposer].tally.candidates += 1;
-            let r2 = if matches!(c.status, "done" | "converged" | "stopped") {
-                r2s.next().unwrap_or_else(|| vec![None; c.restarts.len()])
-            } else {
-                vec![None; c.restarts.len()]
-            };
-            for (draw, r) in c.restarts.iter().enumerate() {
-                // A finished draw's status is its own: a loss that is not a number failed, and
-                // each draw converged or reached the step limit by itself.
-                let status = match c.status {
-                    "done" | "converged" if !r.loss.is_finite() => "non-finite",
-                    "done" | "converged" if r.converged => "converged",
-                    "done" | "converged" => "done",
-                    s => s,
-                };
-                let record = self.make_record(
-                    &flight,
-                    index,
-                    draw as u32,
-                    r.params.clone(),
-                    (r.loss, r2[draw]),
-                    (status, c.detail.clone()),
-                );
-                records.push((flight.proposer, record));
-            }
+            records.extend(rs.into_iter().map(|r| (flight.proposer, r)));
         }
         self.emit(records, on_event);
     }

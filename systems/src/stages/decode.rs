@@ -24,6 +24,7 @@ pub fn decode(
         .iter_mut()
         .filter(|(.., s)| **s == Status::Pending)
         .collect();
+    let start = std::time::Instant::now();
     let decoded: Vec<_> = todo
         .par_iter()
         .map(|(_, c, spec, _)| {
@@ -41,6 +42,9 @@ pub fn decode(
                 .map_err(|e| locate(&e, &c.source))
         })
         .collect();
+    if let Some(trace) = profile.trace.as_mut() {
+        trace.spread(start.elapsed().as_secs_f64());
+    }
     for ((entity, _, _, status), result) in todo.iter_mut().zip(decoded) {
         match result {
             Ok(program) => {

@@ -34,6 +34,7 @@ use crate::stages::merge_masks::GroupView;
 use crate::stages::optimize::{Fitting, SAMPLE, merge_and_step};
 use crate::stages::replay::{Outcome, replay_differentiate};
 use crate::stages::walk::{Inputs, walk_differentiate};
+use crate::trace::TaskTime;
 use bevy_ecs::prelude::*;
 use ndvm_components::prelude::*;
 use ndvm_engine::Real;
@@ -115,6 +116,8 @@ struct Done {
     counters: Counters,
     /// Replay, walk, backward, merge, optimize.
     times: [Duration; 5],
+    /// The whole task's time, in a traced fit ([`crate::trace`]).
+    took: Option<Duration>,
 }
 
 pub fn pipeline<R: Real>(
@@ -174,6 +177,7 @@ pub fn pipeline<R: Real>(
     // one not walked yet goes first (a walk costs more than a replay).
     tasks.sort_by_cached_key(|(_, slots)| std::cmp::Reverse(cost(slots)));
     // Each candidate's task at home on one worker from pass to pass (crate::homes).
+    let traced = profile.trace.is_some();
     let done: Vec<Done> = run_at_home(
         &mut tasks,
         |(c, _)| c.1.index,
@@ -192,9 +196,20 @@ pub fn pipeline<R: Real>(
                     status,
                 },
             };
-            advance(task, slots, &shared, i)
+            let began = traced.then(Instant::now);
+            let mut done = advance(task, slots, &shared, i);
+            done.took = began.map(|t| t.elapsed());
+            done
         },
     );
+    let traced_tasks: Option<Vec<TaskTime>> = traced.then(|| {
+        let times = tasks.iter().zip(&done).map(|((c, slots), d)| TaskTime {
+            home: c.1.index,
+            secs: d.took.unwrap_or_default().as_secs_f64(),
+            wide: slots.len() > 1,
+        });
+        times.collect()
+    });
     // The groups split off inside the tasks join their candidates.
     for (c, slots) in &mut tasks {
         for slot in slots.drain(..) {
@@ -216,7 +231,11 @@ pub fn pipeline<R: Real>(
         Stage::MergeMasks,
         Stage::Optimize,
     ];
-    profile.record_parts(start.elapsed(), &stages, &all.times);
+    let wall = start.elapsed();
+    profile.record_parts(wall, &stages, &all.times);
+    if let (Some(trace), Some(tasks)) = (profile.trace.as_mut(), traced_tasks) {
+        trace.push(tasks, wall.as_secs_f64());
+    }
     drop(span);
 }
 
