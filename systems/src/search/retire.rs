@@ -25,8 +25,7 @@ fn record_of(
     (train_loss, held_out_r2): (f64, Option<f64>),
     (status, detail): (&'static str, Option<String>),
 ) -> Record {
-    let ok = matches!(status, "done" | "converged" | "stopped");
-    let success = ok
+    let success = finished(status)
         && match success {
             Success::HeldOutR2(t) => held_out_r2.is_some_and(|r| r > t),
             Success::TrainLoss(t) => train_loss < t,

@@ -35,11 +35,11 @@ use crate::stages::optimize::{Fitting, SAMPLE, merge_and_step};
 use crate::stages::replay::{Outcome, replay_differentiate};
 use crate::stages::walk::{Inputs, walk_differentiate};
 use crate::trace::TaskTime;
+use bevy_ecs::entity::EntityHashMap;
 use bevy_ecs::prelude::*;
 use ndvm_components::prelude::*;
 use ndvm_engine::Real;
 use rayon::prelude::*;
-use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 type Active<'a> = (
@@ -138,7 +138,7 @@ pub fn pipeline<R: Real>(
         return;
     }
     // Each candidate's groups, in the order of its `Groups`.
-    let at: HashMap<Entity, usize> = todo.iter().enumerate().map(|(i, c)| (c.0, i)).collect();
+    let at: EntityHashMap<usize> = todo.iter().enumerate().map(|(i, c)| (c.0, i)).collect();
     let mut slots: Vec<Vec<(usize, Slot<'_, R>)>> = todo.iter().map(|_| Vec::new()).collect();
     for (entity, group, machine, out) in groups.iter_mut() {
         let Some(&i) = at.get(&group.candidate) else {
