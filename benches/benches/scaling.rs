@@ -317,11 +317,17 @@ fn project(work: Work, rounds: usize, widest: usize, rates: &[Vec<f64>], threads
     }
     let wake = wake_s(widest.max(2));
     let passes = first.project(1).passes;
+    let share = |f: &dyn Fn(&ndvm_systems::trace::Pass) -> f64| {
+        let of = |t: &Trace| t.passes.iter().map(f).sum::<f64>() / t.total_s();
+        100.0 * median(traces.iter().map(of).collect())
+    };
     println!(
-        "projected from {} traced one-thread runs ({passes} passes, {:.1}% serial between them; \
-         {:.1} µs to wake the workers per pass, measured at {} threads):",
+        "projected from {} traced one-thread runs ({passes} passes; {:.1}% of the time serial \
+         between them, {:.1}% inside the pass system; {:.1} µs to wake the workers per pass, \
+         measured at {} threads):",
         traces.len(),
-        100.0 * median(traces.iter().map(|t| t.serial_s() / t.total_s()).collect()),
+        share(&|p| p.serial_s),
+        share(&|p| p.pass_overhead_s),
         wake * 1e6,
         widest.max(2),
     );

@@ -25,7 +25,6 @@
 //! assert!((best.loss - 1.0).abs() < 1e-3);
 //! ```
 
-use crate::machine::Machine;
 use crate::plugin::Engine;
 use crate::population::{self, PopulationError};
 use crate::profile::{Profile, Stage};
@@ -257,24 +256,13 @@ impl Fit {
                 .filter_map(|(entity, _)| report::of_entity(world, *entity))
                 .collect()
         });
-        let mut parallel = start.elapsed();
-        // Freeing a finished group's evaluator (its tape, payload and bindings) is most of
-        // despawning it: taken out first and freed on every core.
-        let mut evaluators = Vec::new();
+        self.spread_trace(start.elapsed().as_secs_f64());
         for (entity, groups) in done {
             for g in groups {
-                if let Ok(mut e) = self.world.get_entity_mut(g) {
-                    evaluators.push((e.take::<Machine<f32>>(), e.take::<Machine<f64>>()));
-                    e.despawn();
-                }
+                self.world.despawn(g);
             }
             self.world.despawn(entity);
         }
-        let start = Instant::now();
-        self.pool
-            .install(|| evaluators.into_par_iter().for_each(drop));
-        parallel += start.elapsed();
-        self.spread_trace(parallel.as_secs_f64());
         self.total -= results.len();
         results.sort_by_key(|r| r.index);
         self.world.clear_trackers();

@@ -11,11 +11,12 @@
 //! rule the pass uses ([`crate::homes`]: own tasks first, then the others' from the back), with
 //! one worker busy with the work beside the pass first, and adds the serial parts unchanged.
 //!
-//! It is a model: memory bandwidth, caches shared by more cores and the cost of waking them are
-//! not in it (`wake_s` adds a fixed cost per pass), a candidate whose groups spread over the
-//! cores counts as one task, and work counted as serial that is itself parallel (decoding new
-//! candidates) makes the projection pessimistic. Its 2-worker figure can be checked against a
-//! measured 2-thread run (the scaling bench prints both).
+//! It is a model: memory bandwidth and caches shared by more cores are not in it, waking the
+//! workers is a fixed cost per pass ([`Projection::seconds`]), a candidate whose groups spread
+//! over the cores counts as one task ([`Trace::projectable`] says so), and parallel work the
+//! trace does not time apart counts as serial, which makes the projection pessimistic. Its
+//! 2-worker figure can be checked against a measured 2-thread run (the scaling bench prints
+//! both).
 
 /// One task of a pass: its home key ([`crate::homes::run_at_home`]) and its seconds.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -107,8 +108,7 @@ impl Trace {
         self.passes.iter().map(|p| p.serial_s).sum()
     }
 
-    /// The run's projected seconds on `workers` workers, each pass costing `wake_s` more when
-    /// it has more than one worker (see the module docs).
+    /// The run projected onto `workers` workers (see the module docs).
     pub fn project(&self, workers: usize) -> Projection {
         let workers = workers.max(1);
         let mut out = Projection::default();

@@ -52,8 +52,7 @@ fn record_of(
 /// Each draw's record of one retired candidate, given its held-out R² per draw (`None`: it did
 /// not finish, so none was evaluated).
 fn records_of(
-    success: Success,
-    proposer: &str,
+    who: (Success, &str),
     (c, flight): &(crate::report::CandidateResult, Inflight),
     r2: Option<Vec<Option<f64>>>,
 ) -> Vec<Record> {
@@ -72,7 +71,7 @@ fn records_of(
                 s => s,
             };
             record_of(
-                (success, proposer),
+                who,
                 flight,
                 index,
                 draw as u32,
@@ -96,8 +95,15 @@ impl Search {
     ) -> Record {
         let proposer = self.slots[flight.proposer].proposer.name();
         let success = self.spec.success;
-        let who = (success, proposer);
-        record_of(who, flight, candidate, draw, params, loss, status)
+        record_of(
+            (success, proposer),
+            flight,
+            candidate,
+            draw,
+            params,
+            loss,
+            status,
+        )
     }
 
     /// The retired candidates, each with what the search knows of it, out of the window.
@@ -150,7 +156,7 @@ impl Search {
         let built: Vec<Vec<Record>> = done
             .par_iter()
             .zip(r2s)
-            .map(|(d, r2)| records_of(success, names[d.1.proposer], d, r2))
+            .map(|(d, r2)| records_of((success, names[d.1.proposer]), d, r2))
             .collect();
         drop(names);
         self.loop_times.parallel_s += start.elapsed().as_secs_f64();
