@@ -16,7 +16,10 @@
 //! - **A projection to 2, 16 and 64 workers** from traced one-thread runs
 //!   ([`ndvm_systems::trace`]): each pass's measured tasks replayed on simulated workers by the
 //!   pass's own rule, the work beside it and the serial parts added; printed beside the
-//!   measured 2-thread speedup, which checks the model on this machine.
+//!   measured 2-thread speedup, which checks the model on this machine. Then what each part
+//!   costs on 16 workers: the projection again with the serial part, the serial work beside
+//!   the pass, or both taken out (the speedup a build in which that part cost nothing would
+//!   show).
 //! - Rounds alternate thread counts and the ceiling; each figure is the median of its rounds.
 //!
 //! ```sh
@@ -359,6 +362,25 @@ fn project(work: Work, rounds: usize, widest: usize, rates: &[Vec<f64>], threads
             100.0 * median(serial),
         );
     }
+    // What each part costs at 16 workers: the projection with it taken out.
+    let without = |name: &str, strip: &dyn Fn(&mut ndvm_systems::trace::Pass)| {
+        let speedups = traces.iter().map(|t| {
+            let mut t = t.clone();
+            t.passes.iter_mut().for_each(strip);
+            // The speedup a build in which that part cost nothing would show.
+            t.total_s() / t.project(16).seconds(wake)
+        });
+        format!("{name} {:.2}×", median(speedups.collect()))
+    };
+    println!(
+        "16 workers without: {}, {}, {}",
+        without("the serial part", &|p| p.serial_s = 0.0),
+        without("the serial work beside the pass", &|p| p.beside_s = 0.0),
+        without("both", &|p| {
+            p.serial_s = 0.0;
+            p.beside_s = 0.0;
+        }),
+    );
 }
 
 /// What waking `threads` workers for an empty pass costs (median of 2,000).

@@ -275,11 +275,26 @@ fn advance<R: Real>(
             exe: &compiled.0,
             src: source,
         };
+        // The replays are timed in a candidate's first `SAMPLE` steps (a short fit still shows
+        // each stage), then in one step of every `SAMPLE`, scaled up to stand for the others.
+        let weight = match f.history.steps as usize {
+            s if s < SAMPLE => 1,
+            s if (index + s).is_multiple_of(SAMPLE) => SAMPLE as u32,
+            _ => 0,
+        };
         // A wide candidate's groups spread over the cores, as in the stages.
         let one = |slot: &mut Slot<'_, R>| {
             let (group, machine, out) = slot.parts();
             let mut d = Done::default();
-            let split = evaluate(group, machine, out, &inputs, compiled, shared, &mut d);
+            let split = evaluate(
+                group,
+                machine,
+                out,
+                &inputs,
+                (compiled, weight),
+                shared,
+                &mut d,
+            );
             let split = split.map(|lanes| LaneGroup {
                 candidate: group.candidate,
                 lanes,
@@ -332,13 +347,13 @@ fn evaluate<R: Real>(
     machine: &mut Machine<R>,
     out: &mut GroupOutputs,
     inputs: &Inputs<'_>,
-    compiled: &Compiled,
+    (compiled, weight): (&Compiled, u32),
     shared: &Shared<'_>,
     done: &mut Done,
 ) -> Option<Vec<usize>> {
-    let (outcome, times) =
-        replay_differentiate(group, machine, out, inputs.spec, inputs.values, compiled);
-    add(&mut done.times, [0, 2], times);
+    let of = (inputs.spec, inputs.values, compiled);
+    let (outcome, times) = replay_differentiate(group, machine, out, of, weight > 0);
+    add(&mut done.times, [0, 2], times.map(|t| t * weight));
     let replayed = matches!(outcome, Outcome::Replayed { .. });
     let split = outcome.count(group.lanes.len(), &mut done.counters);
     if replayed {

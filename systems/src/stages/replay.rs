@@ -96,7 +96,7 @@ pub fn replay<R: Real>(
             if walk_every_step {
                 return (Outcome::Walk, [Duration::ZERO; 2]);
             }
-            let done = replay_differentiate(group, machine, out, spec, values, compiled);
+            let done = replay_differentiate(group, machine, out, (spec, values, compiled), true);
             if matches!(done.0, Outcome::Replayed { .. }) {
                 **route = Route::Replay;
             }
@@ -158,26 +158,31 @@ impl Outcome {
 }
 
 /// Replays one group's tape with its candidate's current parameters and, when that worked,
-/// runs its backward pass right after (its values still in cache); the outcome and the time
-/// each took. Shared by this stage and the pipelined steps (`stages::pipeline`).
+/// runs its backward pass right after (its values still in cache); the outcome and, when
+/// `timed`, the time each took (zero otherwise: past a candidate's first steps, the pipelined
+/// steps time one step in [`SAMPLE`](super::optimize::SAMPLE), as they do the merge and the
+/// optimizer; three clock reads per group and step cost 3–9% of a search's one-thread time).
+/// Shared by this stage and the pipelined steps (`stages::pipeline`).
 pub(crate) fn replay_differentiate<R: Real>(
     group: &mut LaneGroup,
     machine: &mut Machine<R>,
     out: &mut GroupOutputs,
-    spec: &FitSpec,
-    values: &ParamValues,
-    compiled: &Compiled,
+    (spec, values, compiled): (&FitSpec, &ParamValues, &Compiled),
+    timed: bool,
 ) -> (Outcome, [Duration; 2]) {
     if !machine.vm.can_replay() {
         return (Outcome::Walk, [Duration::ZERO; 2]);
     }
-    let start = Instant::now();
+    let start = timed.then(Instant::now);
     let outcome = replay_group(group, machine, out, spec, values, compiled.0.program());
-    let replayed = start.elapsed();
+    let replayed = start.map(|s| s.elapsed());
     if matches!(outcome, Outcome::Replayed { .. }) {
         differentiate(group, machine, out, spec);
     }
-    (outcome, [replayed, start.elapsed() - replayed])
+    match (start, replayed) {
+        (Some(s), Some(r)) => (outcome, [r, s.elapsed() - r]),
+        _ => (outcome, [Duration::ZERO; 2]),
+    }
 }
 
 /// A new group for `lanes` of `candidate` (lanes whose guards failed), walked this step.
