@@ -34,8 +34,21 @@ type Active<'a> = (
     &'a mut Status,
 );
 
-/// One candidate task in this many is timed (see [`optimize`]).
+/// Past a candidate's first steps, one step in this many is timed (see [`sample_weight`]).
 pub(crate) const SAMPLE: usize = 8;
+
+/// How many steps the time of task `task`'s step stands for in the profile, its candidate
+/// having taken `steps`: its first [`SAMPLE`] steps are each timed (a short fit still shows
+/// every stage), then one step in [`SAMPLE`], scaled up to stand for the others; 0 when this
+/// one is not timed. Reading the clock around every step's replay, merge and optimizer cost
+/// 3–9% of a search's one-thread time.
+pub(crate) fn sample_weight(task: usize, steps: u32) -> u32 {
+    match steps as usize {
+        s if s < SAMPLE => 1,
+        s if (task + s).is_multiple_of(SAMPLE) => SAMPLE as u32,
+        _ => 0,
+    }
+}
 
 pub fn optimize(
     mut profile: ResMut<Profile>,
@@ -52,9 +65,8 @@ pub fn optimize(
     // A walk that failed because the fit is stopping stops its candidate (its last results
     // stand) rather than failing it.
     let stopping = stop.0.reason();
-    // Each candidate's merge and optimizer step, timed in one task of every `SAMPLE`: the pass's
-    // wall time is shared between the two stages in the proportion the sampled tasks spent
-    // (reading the clock around every task cost 4% of a search's single-thread speed).
+    // Each candidate's merge and optimizer step, timed by sample (`sample_weight`): the pass's
+    // wall time is shared between the two stages in the proportion the sampled tasks spent.
     let sampled: Vec<[Duration; 2]> = todo
         .par_iter_mut()
         .enumerate()
@@ -62,6 +74,7 @@ pub fn optimize(
             |(i, (spec, ids, results, values, state, history, status))| {
                 let views: Vec<GroupView<'_>> =
                     ids.0.iter().filter_map(|&g| groups.get(g).ok()).collect();
+                let weight = sample_weight(i, history.steps);
                 let fitting = Fitting {
                     spec,
                     results,
@@ -70,7 +83,7 @@ pub fn optimize(
                     history,
                     status,
                 };
-                merge_and_step(fitting, &views, stopping, i)
+                merge_and_step(fitting, &views, stopping, weight)
             },
         )
         .collect();
@@ -107,18 +120,16 @@ impl Fitting<'_> {
 }
 
 /// One candidate's merge ([`merge_candidate`]) and, if it is still active, its optimizer
-/// step, over its `groups` in lane order. Task `task` of a pass is timed when `task` plus the
-/// candidate's step count is a multiple of [`SAMPLE`]: the time of its own step and its
-/// merge's (zero when not timed). Shared by this stage and the pipelined steps
-/// (`stages::pipeline`).
+/// step, over its `groups` in lane order: the time of its own step and its merge's, times
+/// `weight` ([`sample_weight`]; zero, and no clock read, when that is 0). Shared by this stage
+/// and the pipelined steps (`stages::pipeline`).
 pub(crate) fn merge_and_step(
     f: Fitting<'_>,
     groups: &[GroupView<'_>],
     stopping: Option<&'static str>,
-    task: usize,
+    weight: u32,
 ) -> [Duration; 2] {
-    let timed = (task + f.history.steps as usize).is_multiple_of(SAMPLE);
-    let start = timed.then(Instant::now);
+    let start = (weight > 0).then(Instant::now);
     merge_candidate(f.spec, groups, f.history, f.status, f.results, stopping);
     let merged = start.map(|s| s.elapsed());
     if *f.status == Status::Active {
@@ -126,10 +137,9 @@ pub(crate) fn merge_and_step(
             f.spec, groups, f.results, f.values, f.state, f.history, f.status,
         );
     }
-    match (start, merged) {
-        (Some(s), Some(m)) => [s.elapsed() - m, m],
-        _ => [Duration::ZERO; 2],
-    }
+    start.zip(merged).map_or([Duration::ZERO; 2], |(s, m)| {
+        [s.elapsed() - m, m].map(|t| t * weight)
+    })
 }
 
 /// One candidate's optimizer step, after its merge (see the module docs).

@@ -31,7 +31,7 @@ use crate::machine::{Machine, spawn_group};
 use crate::profile::{Counters, Profile, Stage};
 use crate::resources::{FitSettings, StopSignal};
 use crate::stages::merge_masks::GroupView;
-use crate::stages::optimize::{Fitting, SAMPLE, merge_and_step};
+use crate::stages::optimize::{Fitting, merge_and_step, sample_weight};
 use crate::stages::replay::{Outcome, replay_differentiate};
 use crate::stages::walk::{Inputs, walk_differentiate};
 use crate::trace::TaskTime;
@@ -275,13 +275,8 @@ fn advance<R: Real>(
             exe: &compiled.0,
             src: source,
         };
-        // The replays are timed in a candidate's first `SAMPLE` steps (a short fit still shows
-        // each stage), then in one step of every `SAMPLE`, scaled up to stand for the others.
-        let weight = match f.history.steps as usize {
-            s if s < SAMPLE => 1,
-            s if (index + s).is_multiple_of(SAMPLE) => SAMPLE as u32,
-            _ => 0,
-        };
+        // This step's replays, merge and optimizer step are timed by sample.
+        let weight = sample_weight(index, f.history.steps);
         // A wide candidate's groups spread over the cores, as in the stages.
         let one = |slot: &mut Slot<'_, R>| {
             let (group, machine, out) = slot.parts();
@@ -328,13 +323,8 @@ fn advance<R: Real>(
         // The stop's reason matters only to a walk it cut short (one clock read fewer a step).
         let failed = views.iter().any(|(_, out)| out.error.is_some());
         let stopping = if failed { shared.stop.reason() } else { None };
-        // One step in `SAMPLE` is timed: scaled up to stand for all of them.
-        let [own, merge] = merge_and_step(f.reborrow(), &views, stopping, index);
-        add(
-            &mut done.times,
-            [4, 3],
-            [own, merge].map(|t| t * SAMPLE as u32),
-        );
+        let times = merge_and_step(f.reborrow(), &views, stopping, weight);
+        add(&mut done.times, [4, 3], times);
         done.steps += 1;
     }
     done
@@ -352,8 +342,8 @@ fn evaluate<R: Real>(
     done: &mut Done,
 ) -> Option<Vec<usize>> {
     let of = (inputs.spec, inputs.values, compiled);
-    let (outcome, times) = replay_differentiate(group, machine, out, of, weight > 0);
-    add(&mut done.times, [0, 2], times.map(|t| t * weight));
+    let (outcome, times) = replay_differentiate(group, machine, out, of, weight);
+    add(&mut done.times, [0, 2], times);
     let replayed = matches!(outcome, Outcome::Replayed { .. });
     let split = outcome.count(group.lanes.len(), &mut done.counters);
     if replayed {

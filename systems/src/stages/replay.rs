@@ -96,7 +96,7 @@ pub fn replay<R: Real>(
             if walk_every_step {
                 return (Outcome::Walk, [Duration::ZERO; 2]);
             }
-            let done = replay_differentiate(group, machine, out, (spec, values, compiled), true);
+            let done = replay_differentiate(group, machine, out, (spec, values, compiled), 1);
             if matches!(done.0, Outcome::Replayed { .. }) {
                 **route = Route::Replay;
             }
@@ -158,31 +158,30 @@ impl Outcome {
 }
 
 /// Replays one group's tape with its candidate's current parameters and, when that worked,
-/// runs its backward pass right after (its values still in cache); the outcome and, when
-/// `timed`, the time each took (zero otherwise: past a candidate's first steps, the pipelined
-/// steps time one step in [`SAMPLE`](super::optimize::SAMPLE), as they do the merge and the
-/// optimizer; three clock reads per group and step cost 3–9% of a search's one-thread time).
+/// runs its backward pass right after (its values still in cache); the outcome and the time
+/// each took, times `weight` (the pipelined steps time by sample,
+/// [`sample_weight`](super::optimize::sample_weight); zero, and no clock read, when it is 0).
 /// Shared by this stage and the pipelined steps (`stages::pipeline`).
 pub(crate) fn replay_differentiate<R: Real>(
     group: &mut LaneGroup,
     machine: &mut Machine<R>,
     out: &mut GroupOutputs,
     (spec, values, compiled): (&FitSpec, &ParamValues, &Compiled),
-    timed: bool,
+    weight: u32,
 ) -> (Outcome, [Duration; 2]) {
     if !machine.vm.can_replay() {
         return (Outcome::Walk, [Duration::ZERO; 2]);
     }
-    let start = timed.then(Instant::now);
+    let start = (weight > 0).then(Instant::now);
     let outcome = replay_group(group, machine, out, spec, values, compiled.0.program());
     let replayed = start.map(|s| s.elapsed());
     if matches!(outcome, Outcome::Replayed { .. }) {
         differentiate(group, machine, out, spec);
     }
-    match (start, replayed) {
-        (Some(s), Some(r)) => (outcome, [r, s.elapsed() - r]),
-        _ => (outcome, [Duration::ZERO; 2]),
-    }
+    let times = start.zip(replayed).map_or([Duration::ZERO; 2], |(s, r)| {
+        [r, s.elapsed() - r].map(|t| t * weight)
+    });
+    (outcome, times)
 }
 
 /// A new group for `lanes` of `candidate` (lanes whose guards failed), walked this step.
