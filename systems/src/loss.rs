@@ -71,19 +71,28 @@ pub fn mse_weights_into(
     loss.resize(axes.restarts, 0.0);
     weights.clear();
     weights.resize(axes.lanes(), 0.0);
+    let mask = &mask[..axes.points];
+    let y = &y[..axes.points];
     for (r, l) in loss.iter_mut().enumerate() {
         let lanes = axes.lane(r, 0)..axes.lane(r, 0) + axes.points;
         let (out, weights) = (&out[lanes.clone()], &mut weights[lanes]);
+        // No branch on the mask (the held-out points fall anywhere): a point outside it adds
+        // +0.0, which leaves the sum's bits as they are (the sum is never −0.0).
         let mut sum = 0.0;
-        for k in 0..axes.points {
-            if mask[k] {
-                let e = out[k] - y[k];
-                sum += e * e;
-                weights[k] = 2.0 * e / n;
-            }
+        for ((&o, &y), &m) in out.iter().zip(y).zip(mask) {
+            let e = o - y;
+            sum += keep_if(m, e * e);
+        }
+        for (((w, &o), &y), &m) in weights.iter_mut().zip(out).zip(y).zip(mask) {
+            *w = keep_if(m, 2.0 * (o - y) / n);
         }
         *l = sum / n;
     }
+}
+
+/// `x` where `keep`, else +0.0 (even where `x` is NaN), without a branch.
+fn keep_if(keep: bool, x: f64) -> f64 {
+    f64::from_bits(x.to_bits() & 0u64.wrapping_sub(u64::from(keep)))
 }
 
 /// `Σ weight·grad` over one restart's lanes in a fixed order that depends on the lane count
@@ -92,9 +101,23 @@ pub fn mse_weights_into(
 /// chain of dependent additions. A lane of weight zero (a held-out point) contributes exactly
 /// zero, even when its gradient is not finite.
 pub fn weighted_lane_sum(weights: &[f64], grads: &[f64]) -> f64 {
+    let term = |w: f64, g: f64| keep_if(w != 0.0, w * g);
+    let n = weights.len().min(grads.len());
+    let (weights, grads) = (weights[..n].chunks_exact(4), grads[..n].chunks_exact(4));
+    let tail = weights.remainder().iter().zip(grads.remainder());
+    // The four sums indexed by constants, so that they stay in registers (indexed by `k % 4`
+    // they lived on the stack, each addition waiting for the last one's store), and no branch
+    // on the weight (held-out points fall anywhere): 6–8% of a search's time on one core
+    // before. The same additions in the same order.
     let mut s = [0.0; 4];
-    for (k, (&w, &g)) in weights.iter().zip(grads).enumerate() {
-        s[k % 4] += if w != 0.0 { w * g } else { 0.0 };
+    for (w, g) in weights.zip(grads) {
+        s[0] += term(w[0], g[0]);
+        s[1] += term(w[1], g[1]);
+        s[2] += term(w[2], g[2]);
+        s[3] += term(w[3], g[3]);
+    }
+    for (k, (&w, &g)) in tail.enumerate() {
+        s[k] += term(w, g);
     }
     (s[0] + s[1]) + (s[2] + s[3])
 }
@@ -275,6 +298,67 @@ mod tests {
             for p in 0..2 {
                 assert_eq!(batch.grad[p][r].to_bits(), alone.grad[p][0].to_bits());
             }
+        }
+    }
+
+    /// The sum's order is its definition (lane `k` into partial sum `k mod 4`, each in lane
+    /// order): the unrolled loop must give the same bits for every length and tail.
+    #[test]
+    fn weighted_lane_sum_keeps_its_order_bit_for_bit() {
+        let rule = |w: &[f64], g: &[f64]| {
+            let mut s = [0.0; 4];
+            for (k, (&w, &g)) in w.iter().zip(g).enumerate() {
+                s[k % 4] += if w != 0.0 { w * g } else { 0.0 };
+            }
+            (s[0] + s[1]) + (s[2] + s[3])
+        };
+        // Values of mixed magnitudes, so that a different order changes the low bits.
+        let at =
+            |k: usize, salt: f64| (k as f64 * 0.7548 + salt).sin() * 10f64.powi(k as i32 % 7 - 3);
+        for n in 0..=19 {
+            let mut w: Vec<f64> = (0..n).map(|k| at(k, 0.3)).collect();
+            let mut g: Vec<f64> = (0..n).map(|k| at(k, 1.9)).collect();
+            if n > 5 {
+                // A held-out lane (weight zero) adds exactly zero, even with a NaN gradient.
+                (w[5], g[5]) = (0.0, f64::NAN);
+            }
+            let got = weighted_lane_sum(&w, &g);
+            assert_eq!(got.to_bits(), rule(&w, &g).to_bits(), "{n} lanes");
+            assert!(got.is_finite());
+            // A longer gradient slice than weights: only the common lanes count.
+            g.push(1e300);
+            assert_eq!(weighted_lane_sum(&w, &g).to_bits(), got.to_bits());
+        }
+    }
+
+    /// The branch-free MSE gives the bits of its definition (points in order, held-out points
+    /// skipped), and a held-out point whose output is NaN or infinite changes nothing.
+    #[test]
+    fn mse_weights_match_their_definition_bit_for_bit() {
+        let axes = LaneAxes {
+            restarts: 3,
+            points: 7,
+        };
+        let mask = [true, false, true, true, false, true, false];
+        let y: Vec<f64> = (0..7)
+            .map(|k| (k as f64 * 1.3).cos() * 10f64.powi(k % 3))
+            .collect();
+        let mut out: Vec<f64> = (0..21).map(|i| (i as f64 * 0.77).sin() * 3.0).collect();
+        (out[1], out[11], out[20]) = (f64::NAN, f64::INFINITY, f64::NAN);
+        let (loss, weights) = mse_weights(axes, &out, &y, &mask);
+        let n = 4.0;
+        for r in 0..3 {
+            let mut sum = 0.0;
+            for k in 0..7 {
+                let e = out[r * 7 + k] - y[k];
+                let w = if mask[k] { 2.0 * e / n } else { 0.0 };
+                assert_eq!(weights[r * 7 + k].to_bits(), w.to_bits(), "{r} {k}");
+                if mask[k] {
+                    sum += e * e;
+                }
+            }
+            assert_eq!(loss[r].to_bits(), (sum / n).to_bits(), "restart {r}");
+            assert!(loss[r].is_finite());
         }
     }
 }

@@ -146,14 +146,33 @@ pub(crate) fn merge_and_step(
 fn step_candidate(
     spec: &FitSpec,
     groups: &[GroupView<'_>],
-    results: &LaneResults,
+    results: &mut LaneResults,
     values: &mut ParamValues,
     state: &mut OptimizerState,
     history: &mut History,
     status: &mut Status,
 ) {
     let per_lane = gather(spec, groups);
-    let grads = reduce(spec, &per_lane, &results.weights);
+    let mut grads = std::mem::take(&mut results.grads);
+    reduce(spec, &per_lane, &results.weights, &mut grads);
+    let fitting = (values, state, history, status);
+    step_on(spec, groups, (&per_lane, &grads), results, fitting);
+    results.grads = grads;
+}
+
+/// [`step_candidate`] once the restarts' gradients are reduced.
+fn step_on(
+    spec: &FitSpec,
+    groups: &[GroupView<'_>],
+    (per_lane, grads): (&[f64], &[f64]),
+    results: &LaneResults,
+    (values, state, history, status): (
+        &mut ParamValues,
+        &mut OptimizerState,
+        &mut History,
+        &mut Status,
+    ),
+) {
     history.losses.push(results.loss.clone());
     history.evaluated.clone_from(&values.0);
     history.grad_norm.clear();
@@ -179,22 +198,20 @@ fn step_candidate(
     }
     if spec.optimizer.is_trial_based() {
         step_trials(
-            spec, results, &per_lane, &grads, values, state, history, status,
+            spec, results, per_lane, grads, values, state, history, status,
         );
         return;
     }
+    // Each restart's verdict, counted without a buffer every step (it is kept at the end).
     let n = history.losses.len();
-    let restarts_converged: Vec<bool> = match (spec.tolerance, n >= 2) {
-        (Some(tol), true) => history.losses[n - 1]
-            .iter()
-            .zip(&history.losses[n - 2])
-            .map(|(a, b)| (a - b).abs() < tol)
-            .collect(),
-        _ => vec![false; spec.restarts],
-    };
-    let converged = restarts_converged.iter().all(|&c| c);
+    let pair = spec.tolerance.filter(|_| n >= 2);
+    let pair = pair.map(|tol| (tol, &history.losses[n - 1], &history.losses[n - 2]));
+    let restarts = pair.map_or(spec.restarts, |(_, a, b)| a.len().min(b.len()));
+    let restart_converged = |r: usize| pair.is_some_and(|(tol, a, b)| (a[r] - b[r]).abs() < tol);
+    let converged = (0..restarts).all(restart_converged);
     if converged || history.steps >= spec.steps {
-        history.converged = restarts_converged;
+        let verdicts = (0..restarts).map(restart_converged).collect();
+        history.converged = verdicts;
         *status = Status::Done { converged };
         return;
     }
@@ -202,7 +219,7 @@ fn step_candidate(
         &spec.optimizer,
         state,
         &mut values.0,
-        &grads,
+        grads,
         spec.restarts,
         &spec.bounds,
     );
@@ -295,12 +312,13 @@ fn gather<'a>(spec: &FitSpec, groups: &[GroupView<'a>]) -> std::borrow::Cow<'a, 
 /// `∂loss/∂param` per restart (parameter-major): each lane's gradient times its loss weight,
 /// summed over the restart's lanes in lane order by [`crate::loss::weighted_lane_sum`]. A lane of
 /// weight zero (a held-out point) contributes exactly zero, even with a non-finite gradient.
-fn reduce(spec: &FitSpec, per_lane: &[f64], weights: &[f64]) -> Vec<f64> {
+fn reduce(spec: &FitSpec, per_lane: &[f64], weights: &[f64], grads: &mut Vec<f64>) {
     let (restarts, points, lanes) = (spec.restarts, spec.points(), spec.lanes());
     let params = spec.params.len();
-    let mut grads = vec![0.0; params * restarts];
+    grads.clear();
+    grads.resize(params * restarts, 0.0);
     if per_lane.len() != params * lanes || weights.len() != lanes {
-        return grads;
+        return;
     }
     for p in 0..params {
         for r in 0..restarts {
@@ -311,5 +329,4 @@ fn reduce(spec: &FitSpec, per_lane: &[f64], weights: &[f64]) -> Vec<f64> {
             );
         }
     }
-    grads
 }

@@ -124,9 +124,14 @@ pub fn search(args: SearchArgs) -> Result<(), Failure> {
     let workers = args.threads.or(scene.threads).filter(|&t| t > 0);
     let workers = workers.unwrap_or(cores);
     let mut log = Logger::new(log, workers >= 4);
+    // The line is redrawn at most ten times a second: a progress event comes after every
+    // pass (hundreds a second), in the search's serial part between passes.
+    let mut shown: Option<std::time::Instant> = None;
     let report = search.run(|event| match event {
         Event::Calibrated(record, elapsed_s) => log.write(record, elapsed_s),
+        Event::Progress(_) if shown.is_some_and(|t| t.elapsed().as_millis() < 100) => {}
         Event::Progress(p) => {
+            shown = Some(std::time::Instant::now());
             if let Some(n) = p.max_calibrations {
                 bar.set_position(p.calibrations.min(n));
             } else if let Some(s) = p.seconds {
