@@ -144,6 +144,29 @@ impl<R: Real> Vm<R> {
         }
     }
 
+    /// [`Vm::numbers`] widened to `f64`, into `out` (its buffer reused: a replay's outputs,
+    /// every step); false, with `out` untouched, when `v` is not a number.
+    pub fn numbers_into(&self, v: Value, out: &mut Vec<f64>) -> bool {
+        let lanes = self.payload.lanes;
+        match v.tag {
+            tag::CONST => {
+                out.clear();
+                out.resize(lanes, Real::to_f64(v.const_value::<R>()));
+            }
+            tag::NUM => {
+                out.clear();
+                out.extend(
+                    self.payload
+                        .lane_values(v.slot)
+                        .iter()
+                        .map(|&x| Real::to_f64(x)),
+                );
+            }
+            _ => return false,
+        }
+        true
+    }
+
     /// `v` in every lane, as numbers, matrices or printed data.
     pub fn output(&self, program: &Program, v: Value) -> Output<R> {
         let lanes = self.payload.lanes;

@@ -13,6 +13,15 @@ type Bits = (Vec<u32>, Vec<Vec<u32>>);
 
 fn bits_of(vm: &Vm<f32>, program: &Program, result: Value) -> Bits {
     let ys = vm.numbers(result).expect("a number");
+    // The outputs into a reused buffer (what a replayed group's step does) are the same
+    // numbers, widened, whatever the buffer held.
+    let mut into = vec![f64::NAN; 3];
+    assert!(vm.numbers_into(result, &mut into));
+    let widened: Vec<u64> = ys.iter().map(|&y| f64::from(y).to_bits()).collect();
+    assert_eq!(
+        into.iter().map(|y| y.to_bits()).collect::<Vec<_>>(),
+        widened
+    );
     let grads = (0..program.inputs.len())
         .map(|i| vm.grad(i).iter().map(|g| g.to_bits()).collect())
         .collect();
@@ -421,4 +430,22 @@ fn one_lane_element_runs_replay_bit_for_bit() {
             assert!(held(&r), "{src}: the program has no branch");
         }
     }
+}
+
+/// A result that is no number leaves the reused buffer as it was; a constant result fills
+/// every lane.
+#[test]
+fn numbers_into_refuses_what_is_not_a_number() {
+    let mut b = Bindings::<f32>::new();
+    b.lanes("a", vec![1.0, 2.0, 3.0]);
+    let mut vm = Vm::<f32>::default();
+    let list = Program::new("(list a a)", &["a"]).expect("decodes");
+    let v = vm.eval(&list, &b, false).expect("walks");
+    let mut into = vec![5.0, 6.0];
+    assert!(!vm.numbers_into(v, &mut into));
+    assert_eq!(into, [5.0, 6.0]);
+    let constant = Program::new("(+ 1 1.5)", &["a"]).expect("decodes");
+    let v = vm.eval(&constant, &b, false).expect("walks");
+    assert!(vm.numbers_into(v, &mut into));
+    assert_eq!(into, [2.5; 3]);
 }

@@ -319,11 +319,22 @@ fn advance<R: Real>(
             add(&mut done.times, [1, 2], walked.times);
             slots.push(Slot::Born(born));
         }
-        let views: Vec<GroupView<'_>> = slots.iter().map(Slot::view).collect();
+        // One group (the usual case) needs no list of views a step.
+        let (one, many): ([GroupView<'_>; 1], Vec<GroupView<'_>>);
+        let views: &[GroupView<'_>] = match slots.as_slice() {
+            [slot] => {
+                one = [slot.view()];
+                &one
+            }
+            all => {
+                many = all.iter().map(Slot::view).collect();
+                &many
+            }
+        };
         // The stop's reason matters only to a walk it cut short (one clock read fewer a step).
         let failed = views.iter().any(|(_, out)| out.error.is_some());
         let stopping = if failed { shared.stop.reason() } else { None };
-        let times = merge_and_step(f.reborrow(), &views, stopping, weight);
+        let times = merge_and_step(f.reborrow(), views, stopping, weight);
         add(&mut done.times, [4, 3], times);
         done.steps += 1;
     }

@@ -280,18 +280,21 @@ fn finish<R: Real>(
     out: &mut GroupOutputs,
     v: Value,
 ) -> bool {
-    let Some(ys) = machine.numbers(v) else {
-        return false;
-    };
-    out.out = if machine.is_whole(&group.lanes) {
-        ys
+    if machine.is_whole(&group.lanes) {
+        // Into the last step's buffer: no allocation a step.
+        if !machine.vm.numbers_into(v, &mut out.out) {
+            return false;
+        }
     } else {
-        machine
+        let Some(ys) = machine.numbers(v) else {
+            return false;
+        };
+        out.out = machine
             .columns(&group.lanes)
             .into_iter()
             .map(|c| ys[c])
-            .collect()
-    };
+            .collect();
+    }
     out.error = None;
     out.replayed = true;
     out.tape_nodes = machine.vm.tape().nodes.len() as u64;
