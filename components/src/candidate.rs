@@ -124,8 +124,8 @@ pub struct LaneResults {
     pub weights: Vec<f64>,
     /// The loss per restart at the current parameters.
     pub loss: Vec<f64>,
-    /// `∂loss_restart/∂param` at the current parameters, parameter-major
-    /// (`p · restarts + r`): what the optimizer steps on (kept to reuse its buffer).
+    /// `∂loss_restart/∂param` at the parameters the last step evaluated, parameter-major
+    /// (`p · restarts + r`): what the optimizer stepped on (kept to reuse its buffer).
     pub grads: Vec<f64>,
 }
 

@@ -52,7 +52,8 @@ pub struct Reduced {
 /// Mean squared error per restart, `(1/n) Σ (out − y)²` over the points whose `mask` is set
 /// (the training split), and each lane's weight `∂loss/∂out = 2(out − y)/n` (zero for a point
 /// outside the mask). Points are summed in increasing order, so the result is the same whatever
-/// the grouping of lanes.
+/// the grouping of lanes. `y` and `mask` hold one entry per point (a point past the end of
+/// either adds nothing).
 pub fn mse_weights(axes: LaneAxes, out: &[f64], y: &[f64], mask: &[bool]) -> (Vec<f64>, Vec<f64>) {
     let (mut loss, mut weights) = (Vec::new(), Vec::new());
     mse_weights_into(axes, out, (y, mask), (&mut loss, &mut weights));
@@ -71,8 +72,6 @@ pub fn mse_weights_into(
     loss.resize(axes.restarts, 0.0);
     weights.clear();
     weights.resize(axes.lanes(), 0.0);
-    let mask = &mask[..axes.points];
-    let y = &y[..axes.points];
     for (r, l) in loss.iter_mut().enumerate() {
         let lanes = axes.lane(r, 0)..axes.lane(r, 0) + axes.points;
         let (out, weights) = (&out[lanes.clone()], &mut weights[lanes]);

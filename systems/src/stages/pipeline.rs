@@ -320,11 +320,11 @@ fn advance<R: Real>(
             slots.push(Slot::Born(born));
         }
         // One group (the usual case) needs no list of views a step.
-        let (one, many): ([GroupView<'_>; 1], Vec<GroupView<'_>>);
+        let (single, many): ([GroupView<'_>; 1], Vec<GroupView<'_>>);
         let views: &[GroupView<'_>] = match slots.as_slice() {
             [slot] => {
-                one = [slot.view()];
-                &one
+                single = [slot.view()];
+                &single
             }
             all => {
                 many = all.iter().map(Slot::view).collect();
