@@ -64,9 +64,8 @@ impl<R: Real> Machine<R> {
 
     /// The numbers of `v` per lane, widened to f64 (`None` when `v` is not a number).
     pub fn numbers(&self, v: Value) -> Option<Vec<f64>> {
-        self.vm
-            .numbers(v)
-            .map(|xs| xs.into_iter().map(Real::to_f64).collect())
+        let mut out = Vec::new();
+        self.vm.numbers_into(v, &mut out).then_some(out)
     }
 }
 
