@@ -217,8 +217,12 @@ fn rows_on_a_budget(list: &str) {
                 lane0,
             );
         }
-        // The CPU side: walking each chunk is its first call, the replays its repeats.
-        let per = lanes.div_ceil(threads.max(1));
+        // The CPU side: walking each chunk is its first call, the replays its repeats. A chunk
+        // holds its lanes' whole tape (~270 MB per 1,024 lanes at D = 8, growing as D²), so it
+        // is capped to stay under the engine's payload limit (1 GiB) at every D.
+        let per = lanes
+            .div_ceil(threads.max(1))
+            .min((65_536 / (d * d)).max(16));
         let mut vms: Vec<(Vm<f32>, Bindings<f32>, f32)> = Vec::new();
         let (first, median, n, ()) = timed(budget, || {
             if vms.is_empty() {

@@ -24,7 +24,7 @@ timeout -k 5 90 python3 benches/peers/jax_kalman_nd.py --rows "$ROWS" 5 2> "$OUT
 for device in gpu cpu auto; do
   start=$EPOCHREALTIME
   timeout -k 5 "${SCENE_SECONDS:-60}" .devcarry/ndvm fit scenes/kalman_nd.scene.ron --device "$device" \
-    --out "$OUT/fit-$device" > "$OUT/fit-$device.log" 2>&1
+    --out "$(mktemp -d)" > "$OUT/fit-$device.log" 2>&1
   status=$?
   wall=$(awk "BEGIN { print $EPOCHREALTIME - $start }")
   echo "{\"scene\": \"kalman_nd\", \"device\": \"$device\", \"status\": $status, \"wall_s\": $wall}" \

@@ -18,6 +18,23 @@ for line in sys.stdin:
         print(m["executable"])' | tail -1)
   cp "$exe" ".devcarry/bench-$bench"
 done
+# BASE=<rev>: the scaling bench of another revision too (.devcarry/bench-scaling-base), built in a
+# worktree, for benches/device/ab.sh to compare with this tree's build on the device.
+if [ -n "${BASE:-}" ]; then
+  base=$(mktemp -d)/base
+  target="${BASE_TARGET:-$PWD/target/base}"
+  git worktree add -q --detach "$base" "$BASE"
+  trap 'git worktree remove --force "$base"' EXIT
+  cp benches/benches/scaling.rs "$base/benches/benches/scaling.rs" # the same measurement
+  exe=$(cd "$base" && CARGO_TARGET_DIR="$target" cargo bench --locked -p ndvm-benches \
+    --bench scaling --no-run --message-format=json \
+    | python3 -c 'import json, sys
+for line in sys.stdin:
+    m = json.loads(line)
+    if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["kind"] == ["bench"]:
+        print(m["executable"])' | tail -1)
+  cp "$exe" .devcarry/bench-scaling-base
+fi
 strip .devcarry/ndvm .devcarry/bench-*
 
 if ! ls .gl/libvulkan1_*.deb > /dev/null 2>&1; then

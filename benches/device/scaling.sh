@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The scaling measurement (docs/performance.md, "Scaling") on a many-core machine: the scaling
 # bench at 1, 2, 4, 8 and 16 threads beside the machine's own ceiling, one round per workload,
-# in about 5 minutes on 16 cores; its output in $OUT/scaling.txt.
+# in about 2 minutes on 16 cores; its output in $OUT/scaling.txt.
 #   THREADS=1,2,4,8,16 ROUNDS=1 benches/device/scaling.sh
 set -uo pipefail
 cd "$(dirname "$0")/../.."
