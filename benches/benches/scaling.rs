@@ -13,6 +13,11 @@
 //! - **The search loop's serial share**, measured directly: its phases between fit steps
 //!   (`timing.search_loop` of the search report) over the one-thread wall time, and the
 //!   speedup that share alone allows on 16 and 64 cores.
+//! - **Where the wall time goes** at each thread count (its median round): the pipeline's
+//!   passes, the rest of the step loop, and what lies outside the loop (set-up, a search's
+//!   recording and refill beyond the step), in total and per pass; and the pass tasks' own
+//!   seconds in a traced run at the widest count against one thread (what sharing the machine
+//!   costs each task: caches, memory, data moving between cores).
 //! - **A projection to 2, 16 and 64 workers** from traced one-thread runs
 //!   ([`ndvm_systems::trace`]): each pass's measured tasks replayed on simulated workers by the
 //!   pass's own rule, the work beside it and the serial parts added; printed beside the
@@ -44,7 +49,7 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 use ndvm_components::scene::{Device, Scene};
 use ndvm_systems::prelude::*;
-use ndvm_systems::search::{Search, SearchOptions};
+use ndvm_systems::search::{LoopTimes, Search, SearchOptions};
 use ndvm_systems::trace::Trace;
 use std::time::Instant;
 
@@ -76,6 +81,21 @@ struct Run {
     digest: u64,
     /// Its passes, when traced ([`ndvm_systems::trace`]).
     trace: Option<Trace>,
+    /// The step loop's time in the pipeline's passes (its five stages together).
+    pass_s: f64,
+    /// A search's own phases ([`LoopTimes`]).
+    phases: Option<LoopTimes>,
+}
+
+/// The pipeline's stages: a pass's wall time is shared among them.
+const PASS_STAGES: [&str; 5] = ["walk", "replay", "merge-masks", "backward", "optimize"];
+
+fn pass_seconds(p: &ndvm_systems::profile::ProfileReport) -> f64 {
+    p.stages
+        .iter()
+        .filter(|r| PASS_STAGES.contains(&r.stage))
+        .map(|r| r.total_s)
+        .sum()
 }
 
 /// `NDVM_STEPS_PER_PASS` (default: the engine's): steps each candidate takes per parallel pass,
@@ -136,6 +156,8 @@ fn run(work: Work, threads: usize, trace: bool) -> Run {
                 .collect();
             let p = report.timing.profile.as_ref().expect("a profile");
             Run {
+                pass_s: pass_seconds(p),
+                phases: Some(report.timing.search_loop),
                 rate: report.summary.calibrations as f64 / wall_s,
                 wall_s,
                 loop_s: p.wall_s,
@@ -168,6 +190,8 @@ fn run(work: Work, threads: usize, trace: bool) -> Run {
                 .collect();
             let p = fit.profile().report();
             Run {
+                pass_s: pass_seconds(&p),
+                phases: None,
                 rate: 1.0 / wall_s,
                 wall_s,
                 loop_s: p.wall_s,
@@ -214,6 +238,7 @@ fn measure(name: &str, work: Work, threads: &[usize], rounds: usize, cores: usiz
         .unwrap_or(1);
     let mut rates = vec![Vec::new(); threads.len()];
     let mut loops = vec![Vec::new(); threads.len()];
+    let mut parts = vec![Vec::new(); threads.len()];
     let mut ceilings = Vec::new();
     let mut serial = Vec::new();
     let mut steps = 0;
@@ -225,6 +250,7 @@ fn measure(name: &str, work: Work, threads: &[usize], rounds: usize, cores: usiz
             let r = run(work, t, false);
             rates[i].push(r.rate);
             loops[i].push(r.loop_s);
+            parts[i].push((r.rate, r.wall_s, r.loop_s, r.pass_s, r.steps, r.phases));
             if t == 1 {
                 serial.push(r.serial_s / r.wall_s);
             }
@@ -296,12 +322,66 @@ fn measure(name: &str, work: Work, threads: &[usize], rounds: usize, cores: usiz
             amdahl(e, 64.0)
         );
     }
+    where_it_goes(threads, &parts);
     project(work, rounds, widest, &rates, threads);
     assert_eq!(
         digests.len(),
         1,
         "{name}: the answer changed with the thread count"
     );
+}
+
+/// One run's rate, wall, step-loop and pass seconds, its passes, and a search's own phases.
+type Part = (f64, f64, f64, f64, u64, Option<LoopTimes>);
+
+/// Each thread count's wall time in the pipeline's passes, between them inside the step loop
+/// (the ECS schedule, decode, admission and retirement) and outside the loop (set-up, results),
+/// from its median round: the part that does not shrink with the threads shows.
+fn where_it_goes(threads: &[usize], parts: &[Vec<Part>]) {
+    println!(
+        "where the wall time goes (ms, then µs per pass; outside: set-up and the search's own phases)\n{:>8} {:>9} {:>9} {:>9} {:>10} {:>10}",
+        "threads", "passes", "between", "outside", "pass/pass", "betw/pass"
+    );
+    for (i, &t) in threads.iter().enumerate() {
+        let mut runs = parts[i].clone();
+        runs.sort_by(|a, b| a.0.total_cmp(&b.0));
+        // Per pass of that run: a fit's passes end on time, so their count varies.
+        let (_, wall, loop_s, pass, passes, _) = &runs[runs.len() / 2];
+        let per = |s: f64| s * 1e6 / (*passes).max(1) as f64;
+        println!(
+            "{t:>8} {:>9.1} {:>9.1} {:>9.1} {:>10.1} {:>10.1}",
+            pass * 1e3,
+            (loop_s - pass) * 1e3,
+            (wall - loop_s) * 1e3,
+            per(*pass),
+            per(loop_s - pass)
+        );
+    }
+    if parts.iter().all(|p| p.iter().all(|r| r.5.is_some())) {
+        // A search: its loop's phases (`LoopTimes`). The join runs the fit's step (and the
+        // retirement after it) beside the recording and refill of the step before; what it
+        // takes beyond the step loop is the retirement and the part of those not hidden.
+        println!(
+            "the search's phases (ms): {:>8} {:>9} {:>9} {:>9} {:>9} {:>9} {:>12}",
+            "threads", "join", "beyond", "record", "refill", "retire", "outside join"
+        );
+        for (i, &t) in threads.iter().enumerate() {
+            let mut runs = parts[i].clone();
+            runs.sort_by(|a, b| a.0.total_cmp(&b.0));
+            let (_, wall, loop_s, _, _, phases) = &runs[runs.len() / 2];
+            let l = phases.as_ref().expect("a search");
+            println!(
+                "{:>34} {:>9.1} {:>9.1} {:>9.1} {:>9.1} {:>9.1} {:>12.1}",
+                t,
+                l.step_s * 1e3,
+                (l.step_s - loop_s) * 1e3,
+                l.record_s * 1e3,
+                l.refill_s * 1e3,
+                l.retire_s * 1e3,
+                (wall - l.step_s) * 1e3
+            );
+        }
+    }
 }
 
 /// Traced one-thread runs projected onto 2, 16 and 64 workers ([`ndvm_systems::trace`]), beside
@@ -320,6 +400,20 @@ fn project(work: Work, rounds: usize, widest: usize, rates: &[Vec<f64>], threads
     }
     let wake = wake_s(widest.max(2));
     let passes = first.project(1).passes;
+    if widest > 1 {
+        // The tasks' own seconds at the widest thread count: what the cores share (caches,
+        // memory, a candidate's data moving between cores from pass to pass) makes each slower.
+        let task_s = |t: &Trace| t.passes.iter().map(|p| p.work()).sum::<f64>();
+        if let Some(wide) = run(work, widest, true).trace {
+            let one = median(traces.iter().map(task_s).collect());
+            println!(
+                "the tasks' own seconds: {:.1} ms at 1 thread, {:.1} ms at {widest} ({:+.0}%)",
+                one * 1e3,
+                task_s(&wide) * 1e3,
+                100.0 * (task_s(&wide) / one - 1.0)
+            );
+        }
+    }
     let share = |f: &dyn Fn(&ndvm_systems::trace::Pass) -> f64| {
         let of = |t: &Trace| t.passes.iter().map(f).sum::<f64>() / t.total_s();
         100.0 * median(traces.iter().map(of).collect())

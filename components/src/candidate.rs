@@ -87,10 +87,14 @@ pub struct Compiled(pub Executable);
 
 /// Current parameter values, parameter-major and restart-minor (`p * restarts + r`).
 #[derive(Component, Clone, Debug, PartialEq)]
+// A cache-line pair of its own: workers write neighbouring entities' copies at every step.
+#[repr(align(128))]
 pub struct ParamValues(pub Vec<f64>);
 
 /// Where a candidate is in its life.
 #[derive(Component, Clone, Debug, PartialEq)]
+// A cache-line pair of its own: workers write neighbouring entities' copies at every step.
+#[repr(align(128))]
 pub enum Status {
     /// Waiting to be admitted (the schedule keeps a bounded window of active candidates).
     Pending,
@@ -117,6 +121,8 @@ pub struct Groups(pub Vec<Entity>);
 
 /// Per-lane results of the current step, gathered from the groups in lane order.
 #[derive(Component, Clone, Debug, Default)]
+// A cache-line pair of its own: workers write neighbouring entities' copies at every step.
+#[repr(align(128))]
 pub struct LaneResults {
     /// The program's output per lane.
     pub out: Vec<f64>,
@@ -131,6 +137,8 @@ pub struct LaneResults {
 
 /// The fit so far.
 #[derive(Component, Clone, Debug, Default)]
+// A cache-line pair of its own: workers write neighbouring entities' copies at every step.
+#[repr(align(128))]
 pub struct History {
     /// Optimizer steps taken.
     pub steps: u32,

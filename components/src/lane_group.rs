@@ -41,6 +41,8 @@ pub enum Route {
 
 /// The group's per-lane results this step.
 #[derive(Component, Clone, Debug, Default)]
+// A cache-line pair of its own: workers write neighbouring entities' copies at every step.
+#[repr(align(128))]
 pub struct GroupOutputs {
     /// The output per lane of [`LaneGroup::lanes`] (NaN where the output is not a number).
     pub out: Vec<f64>,

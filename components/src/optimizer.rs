@@ -213,6 +213,8 @@ impl Bounds {
 /// laid out like the parameters (parameter-major, lane-minor), and the step count; for the
 /// trial-based optimizers, one [`TrialState`] per restart.
 #[derive(Component, Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+// A cache-line pair of its own: workers write neighbouring entities' copies at every step.
+#[repr(align(128))]
 pub struct OptimizerState {
     pub step: u64,
     pub m: Vec<f64>,

@@ -17,6 +17,8 @@ use ndvm_engine::{Real, Vm};
 
 /// A lane group's evaluator and the value its last walk returned.
 #[derive(Component, Debug)]
+// A cache-line pair of its own: workers write neighbouring entities' copies at every step.
+#[repr(align(128))]
 pub struct Machine<R: Real> {
     pub vm: Vm<R>,
     /// The bytecode client's executor (for bytecode candidates).

@@ -63,12 +63,15 @@ type GroupParts<'a, R> = (
 );
 
 /// One of a candidate's groups in its task: an entity's components, or a group split off
-/// inside the task (spawned when the pass ends).
+/// inside the task (spawned when the pass ends). An entity's components are marked changed once,
+/// when the pass takes them, and then held as plain borrows: writing a change tick at every
+/// step would store into the tick arrays, whose cache lines the neighbouring entities' ticks
+/// share, from every worker at once.
 enum Slot<'a, R: Real> {
     Entity {
-        group: Mut<'a, LaneGroup>,
-        machine: Mut<'a, Machine<R>>,
-        out: Mut<'a, GroupOutputs>,
+        group: &'a mut LaneGroup,
+        machine: &'a mut Machine<R>,
+        out: &'a mut GroupOutputs,
     },
     Born(Box<(LaneGroup, Machine<R>, GroupOutputs)>),
 }
@@ -80,7 +83,7 @@ impl<R: Real> Slot<'_, R> {
                 group,
                 machine,
                 out,
-            } => (group.as_mut(), machine.as_mut(), out.as_mut()),
+            } => (group, machine, out),
             Slot::Born(b) => (&mut b.0, &mut b.1, &mut b.2),
         }
     }
@@ -150,9 +153,9 @@ pub fn pipeline<R: Real>(
         slots[i].push((
             rank,
             Slot::Entity {
-                group,
-                machine,
-                out,
+                group: group.into_inner(),
+                machine: machine.into_inner(),
+                out: out.into_inner(),
             },
         ));
     }
