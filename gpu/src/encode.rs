@@ -17,7 +17,7 @@ use crate::GpuError;
 use crate::kernel::Segmenting;
 use ndvm_engine::export::Recording;
 use ndvm_engine::prims::scalar::Op;
-use ndvm_engine::tape::{Check, Form, SKIP_A, SKIP_B};
+use ndvm_engine::tape::{Check, Form, SKIP_A, SKIP_B, Tape, TapeNode};
 
 /// Words per node and per guard.
 pub const NODE_WORDS: usize = 8;
@@ -181,6 +181,30 @@ pub fn segments(costs: &[u64], limits: Segmenting) -> Vec<(u32, u32)> {
     out
 }
 
+/// A node's sizes as the encoding and [`work`] read them: `(n, m, k)` of a linear-algebra node,
+/// else its element count.
+fn dims(tape: &Tape<f32>, n: &TapeNode) -> (u32, u32, u32) {
+    if n.op.is_linalg() {
+        let l = tape.linalg(n);
+        (l.n, l.m, l.k)
+    } else {
+        (n.aux, 0, 0)
+    }
+}
+
+/// A recorded tape's work per lane (multiply-adds, roughly; [`Encoded::work`]) without encoding
+/// it: what `auto`'s cost model weighs before anything is uploaded.
+pub fn tape_work(rec: &Recording<'_, f32>) -> u64 {
+    let tape = rec.tape;
+    tape.nodes
+        .iter()
+        .map(|n| {
+            let (aux, m, k) = dims(tape, n);
+            work(n.op, aux, m, k)
+        })
+        .sum()
+}
+
 impl Encoded {
     pub fn new(rec: &Recording<'_, f32>, limits: Segmenting) -> Result<Encoded, GpuError> {
         let tape = rec.tape;
@@ -202,15 +226,11 @@ impl Encoded {
                         "the custom primitive `{name}` runs on the CPU only"
                     )));
                 }
-                op if op.is_linalg() => {
-                    let l = tape.linalg(n);
-                    if matches!(op, Op::Det | Op::LogDet | Op::Inv) {
-                        sq = sq.max(l.n * l.n);
-                    }
-                    (l.n, l.m, l.k)
-                }
-                _ => (n.aux, 0, 0),
+                _ => dims(tape, n),
             };
+            if matches!(n.op, Op::Det | Op::LogDet | Op::Inv) {
+                sq = sq.max(aux * aux);
+            }
             let cost = work(n.op, aux, m, k);
             costs.push(cost);
             let it = iterations(n.op, aux, m, k);

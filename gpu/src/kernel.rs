@@ -29,9 +29,11 @@ pub enum Kernel {
     Cooperative,
 }
 
-/// Elements of the widest node from which [`Kernel::Auto`] cooperates: an 8 × 8 matrix. Below
-/// it the per-lane entry keeps the device as busy and its reads coalesce across lanes.
-pub const COOPERATE_FROM: u32 = 64;
+/// Elements of the widest node from which [`Kernel::Auto`] cooperates: a 10 × 10 matrix. Below
+/// it the per-lane entry keeps the device as busy and its reads coalesce across lanes. Fitted
+/// on an H200 (docs/gpu.md, "Measured"): the Kalman filter at D = 8 runs 2× faster per lane,
+/// at D = 16 4× faster cooperating; the ratio grows about as D³, so they cross near D = 10.
+pub const COOPERATE_FROM: u32 = 100;
 
 /// Cooperating pays when the wide nodes carry most of the work: the serial remainder runs on
 /// one invocation of 64, so it must stay under 1/`SERIAL_SHARE` of the tape's work.
@@ -52,9 +54,7 @@ impl Kernel {
     /// [`Kernel::Auto`] cooperates on a hardware GPU when the widest node has at least
     /// [`COOPERATE_FROM`] elements and the serial part is at most 1/[`SERIAL_SHARE`] of the
     /// work. A software adapter (a CPU) runs a workgroup's invocations one after another, so
-    /// barriers only cost there: it keeps one invocation per lane. **Provisional**: set from the
-    /// cost structure (per-thread work D³ against D³/64 plus a barrier per wide node), to be
-    /// refitted from `benches/device/gpu.sh`.
+    /// barriers only cost there: it keeps one invocation per lane.
     pub fn resolve(self, enc: &Encoded, software: bool) -> Kernel {
         match self {
             Kernel::Auto
@@ -103,9 +103,10 @@ impl Segmenting {
         loop_limit: Some(58_000),
     };
 
-    /// A hardware GPU: fewer, longer dispatches (each costs a few µs to launch). **Provisional**
-    /// (not measured yet): a dispatch of this much work runs for milliseconds, far below the
-    /// seconds a display watchdog allows.
+    /// A hardware GPU: fewer, longer dispatches (each costs a few µs to launch); a dispatch of
+    /// this much work runs for milliseconds, far below the seconds a display watchdog allows.
+    /// On an H200 the D = 32 Kalman filter's 82 dispatches a run were well under 1% of its
+    /// 414 ms (docs/gpu.md, "Measured"), so the size is not refitted.
     pub const HARDWARE: Segmenting = Segmenting {
         nodes: 4096,
         work: 1 << 20,

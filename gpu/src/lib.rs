@@ -40,7 +40,7 @@ pub mod kernel;
 pub mod run;
 
 pub use device::{Gpu, GpuError};
-pub use encode::Encoded;
+pub use encode::{Encoded, tape_work};
 pub use kernel::{Kernel, Segmenting};
 pub use ndvm_engine::export::Recording;
 pub use run::{DeviceRun, DeviceTape, Timings};

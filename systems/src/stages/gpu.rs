@@ -45,12 +45,41 @@ use tape::Verdict;
 /// ([`ndvm_gpu::Gpu::resident_bytes`]).
 pub const GPU_LANES_PER_GROUP: usize = 65_536;
 
-/// The cost model of `Auto` (docs/gpu.md): the device wins when the group is wide and its tape
-/// long enough that the per-run overhead (uploading rows, a few dispatches, reading back) is
-/// small beside the work, and never on a software adapter.
-pub fn wins(lanes: usize, nodes: usize, software: bool) -> bool {
-    !software && lanes >= 2048 && lanes.saturating_mul(nodes.max(1)) >= 1 << 22
+/// Tape work ([`ndvm_gpu::tape_work`], multiply-adds) one CPU core replays and differentiates
+/// per second. Fitted to the Kalman sweep on a 16-core Xeon host (docs/gpu.md, "Measured"):
+/// 11–22 × 10⁹ per second on its 16 cores, the faster end taken so the CPU is never
+/// underestimated.
+pub const CPU_WORK_PER_CORE_S: f64 = 1.4e9;
+
+/// Tape work the device runs per second with the faster entry for the tape, on the sweep's
+/// slowest row (an H200: 42 × 10⁹ at D = 8 on the lane entry; 46–68 × 10⁹ cooperating at
+/// D = 16 and 32, and over 150 × 10⁹ at D = 2): the model's device is never faster than that.
+pub const GPU_WORK_S: f64 = 4.0e10;
+
+/// A device run's fixed cost, seconds: the rows' upload, the dispatches, the read-back. A
+/// 65,536-lane run of the D = 2 filter took 7.1 ms on the H200, work included.
+pub const GPU_RUN_S: f64 = 0.002;
+
+/// Lanes a group needs for the device's rate to hold: fewer leave it idle, and a lane's steps
+/// run one after another at a GPU core's speed, far below a CPU core's.
+pub const GPU_MIN_LANES: usize = 256;
+
+/// The cost model of `Auto` (docs/gpu.md): a group of `lanes` lanes whose tape has `work`
+/// multiply-adds per lane goes to the device when the device's estimate (a fixed cost per run
+/// and its rate) beats the CPU's on `cores` cores; never on a software adapter.
+pub fn wins(lanes: usize, work: u64, software: bool, cores: usize) -> bool {
+    let total = lanes as f64 * work as f64;
+    let cpu_s = total / (CPU_WORK_PER_CORE_S * cores.max(1) as f64);
+    let gpu_s = GPU_RUN_S + total / GPU_WORK_S;
+    !software && lanes >= GPU_MIN_LANES && cpu_s > gpu_s
 }
+
+/// Lanes from which `auto` opens a device at all. Opening one costs a fixed time, and a fit
+/// with a device steps a step at a time (the GPU stage's pace) even for the candidates the
+/// device declines, so a population too small to use it must not open it. The model ([`wins`])
+/// would send a D = 32 Kalman filter to the device from 256 lanes; this gate, judged before any
+/// tape exists, keeps such a fit of fewer than 2,048 lanes on the CPU (docs/gpu.md).
+pub const AUTO_OPENS_FROM: usize = 2048;
 
 /// The fit's device, if any, and what happened to it.
 #[derive(Resource, Debug, Default)]
@@ -76,7 +105,7 @@ pub fn open(device: Device, precision: Precision, widest: usize) -> Result<GpuCo
             }
             Some(Gpu::shared().map_err(|e| format!("--device gpu: {e}"))?)
         }
-        Device::Auto if precision == Precision::F32 && widest >= 2048 => {
+        Device::Auto if precision == Precision::F32 && widest >= AUTO_OPENS_FROM => {
             Gpu::shared().ok().filter(|g| !g.is_software())
         }
         Device::Auto => None,
@@ -268,4 +297,45 @@ fn spawn_all(
         }
     }
     lanes.len().div_ceil(width) as u64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The sweep's rows as measured on an H200 beside its host's 16 cores (docs/gpu.md,
+    /// "Measured"): D, lanes, the tape's work per lane (`ndvm_gpu::tape_work` of the bench's
+    /// filter), the CPU's and the faster device entry's milliseconds.
+    const ROWS: [(usize, usize, u64, f64, f64); 7] = [
+        (2, 1_024, 17_124, 0.96, 20.6),
+        (2, 65_536, 17_124, 50.1, 7.1),
+        (8, 16_384, 500_964, 733.0, 197.0),
+        (8, 65_536, 500_964, 5_367.0, 789.0),
+        (16, 4_096, 3_619_044, 1_010.0, 321.0),
+        (32, 1_024, 27_549_924, 1_290.0, 414.0),
+        (32, 4_096, 27_549_924, 7_290.0, 1_650.0),
+    ];
+
+    #[test]
+    fn auto_picks_the_faster_side_on_every_measured_row() {
+        for (d, lanes, work, cpu_ms, gpu_ms) in ROWS {
+            assert_eq!(
+                wins(lanes, work, false, 16),
+                gpu_ms < cpu_ms,
+                "D = {d}, {lanes} lanes"
+            );
+            assert!(!wins(lanes, work, true, 16), "never on a software adapter");
+        }
+    }
+
+    #[test]
+    fn more_cores_raise_the_bar() {
+        // The D = 2 filter on 65,536 lanes: the device's fixed cost is won back against 16
+        // cores, not against 256.
+        assert!(wins(65_536, 17_124, false, 16));
+        assert!(!wins(65_536, 17_124, false, 256));
+        // Too few lanes never go, however long the tape: one lane of the D = 32 filter.
+        assert!(!wins(1, 27_549_924, false, 1));
+        assert!(wins(GPU_MIN_LANES, 27_549_924, false, 1));
+    }
 }

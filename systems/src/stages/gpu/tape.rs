@@ -154,6 +154,12 @@ fn walk_one(
     }
 }
 
+/// `auto`'s cost model ([`wins`]) for `lanes` lanes of this tape, on the fit's cores.
+fn wins_here(gpu: &Gpu, rec: &ndvm_gpu::Recording<'_, f32>, lanes: usize) -> bool {
+    let work = ndvm_gpu::tape_work(rec);
+    wins(lanes, work, gpu.is_software(), rayon::current_num_threads())
+}
+
 /// Uploads the one-lane tape [`walk_one`] recorded, to run over the group's lanes.
 fn upload_one(
     gpu: &Gpu,
@@ -165,7 +171,7 @@ fn upload_one(
     // A result that is a constant in the walked lane records nothing to replay.
     let rec = m.vm.recording().ok_or(Verdict::Never)?;
     let lanes = group.lanes.len();
-    if rec.result.len() != 1 || (auto && !wins(lanes, rec.tape.nodes.len(), gpu.is_software())) {
+    if rec.result.len() != 1 || (auto && !wins_here(gpu, &rec, lanes)) {
         return Err(Verdict::Never);
     }
     let tape = gpu.upload_broadcast(&rec, lanes).map_err(refused)?;
@@ -185,7 +191,7 @@ fn upload_walked(gpu: &Gpu, auto: bool, m: &Machine<f32>) -> Result<OnDevice, Ve
     if rec.result.len() != 1 {
         return Err(Verdict::Never);
     }
-    if auto && !wins(m.walked.len(), rec.tape.nodes.len(), gpu.is_software()) {
+    if auto && !wins_here(gpu, &rec, m.walked.len()) {
         return Err(Verdict::Cpu);
     }
     let tape = gpu.upload(&rec).map_err(refused)?;
