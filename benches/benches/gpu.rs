@@ -18,8 +18,8 @@
 //! `NDVM_GPU_ROWS=2x1024,16x4096,…` the bench skips criterion and times each `DxLANES` row on
 //! both sides — a first call, then repeats until 5 or `NDVM_GPU_ROW_SECONDS` (default 10) have
 //! passed; a first call over the budget is the measurement — and prints a JSON line per side
-//! and row: the median and first call's seconds, and
-//! lane 0's value and gradients (to check the sides agree). A row at D = 32 costs seconds per
+//! and row: the median and first call's seconds, the tape's work per lane (`work`, what
+//! `auto`'s cost model weighs), and lane 0's value and gradients (to check the sides agree). A row at D = 32 costs seconds per
 //! call, so criterion's ten samples would not fit a few minutes of device time.
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group};
@@ -184,11 +184,23 @@ fn print_row(
     lane0: [f32; 3],
 ) {
     let line = serde_json::json!({
-        "side": side, "device": device, "D": d, "lanes": lanes,
+        "side": side, "device": device, "D": d, "lanes": lanes, "work": work_per_lane(d),
         "first_s": t.0, "median_s": t.1, "repeats": t.2,
         "lane0": {"value": lane0[0], "dq": lane0[1], "dr": lane0[2]},
     });
     println!("{line}");
+}
+
+/// The filter's tape work per lane at `d` ([`ndvm_gpu::tape_work`], multiply-adds): what
+/// `auto`'s cost model weighs (`wins` in `systems/src/stages/gpu.rs`), printed with each row so
+/// the model can be refitted from the rows.
+fn work_per_lane(d: usize) -> u64 {
+    let mut vm = Vm::<f32>::default();
+    let v = vm
+        .eval(&program(d), &bindings(d, 0, 1), true)
+        .expect("walks");
+    assert!(vm.numbers(v).is_some());
+    ndvm_gpu::tape_work(&vm.recording().expect("recorded"))
 }
 
 /// The rows of `NDVM_GPU_ROWS` on a time budget (see the module docs).
