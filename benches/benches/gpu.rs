@@ -19,8 +19,9 @@
 //! both sides — a first call, then repeats until 5 or `NDVM_GPU_ROW_SECONDS` (default 10) have
 //! passed; a first call over the budget is the measurement — and prints a JSON line per side
 //! and row: the median and first call's seconds, the tape's work per lane (`work`, what
-//! `auto`'s cost model weighs), and lane 0's value and gradients (to check the sides agree). A row at D = 32 costs seconds per
-//! call, so criterion's ten samples would not fit a few minutes of device time.
+//! `auto`'s cost model weighs), and lane 0's value and gradients (to check the sides agree).
+//! A row at D = 32 costs seconds per call, so criterion's ten samples would not fit a few
+//! minutes of device time.
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group};
 use ndvm_engine::prelude::*;
@@ -179,12 +180,12 @@ fn timed<T>(budget: f64, mut f: impl FnMut() -> T) -> (f64, f64, usize, T) {
 fn print_row(
     side: &str,
     device: &str,
-    (d, lanes): (usize, usize),
+    (d, lanes, work): (usize, usize, u64),
     t: (f64, f64, usize),
     lane0: [f32; 3],
 ) {
     let line = serde_json::json!({
-        "side": side, "device": device, "D": d, "lanes": lanes, "work": work_per_lane(d),
+        "side": side, "device": device, "D": d, "lanes": lanes, "work": work,
         "first_s": t.0, "median_s": t.1, "repeats": t.2,
         "lane0": {"value": lane0[0], "dq": lane0[1], "dr": lane0[2]},
     });
@@ -216,6 +217,7 @@ fn rows_on_a_budget(list: &str) {
     let threads = rayon::current_num_threads();
     for (d, lanes) in rows(list) {
         let program = program(d);
+        let work = work_per_lane(d);
         for kernel in gpu.as_ref().map_or(Vec::new(), |_| kernels("lane,coop")) {
             let gpu = gpu.as_ref().expect("a device");
             let (first, median, n, run) =
@@ -224,7 +226,7 @@ fn rows_on_a_budget(list: &str) {
             print_row(
                 side(kernel),
                 &gpu.describe(),
-                (d, lanes),
+                (d, lanes, work),
                 (first, median, n),
                 lane0,
             );
@@ -257,7 +259,7 @@ fn rows_on_a_budget(list: &str) {
         let (vm, _, value) = &vms[0];
         let lane0 = [*value, vm.grad(0)[0], vm.grad(1)[0]];
         let device = format!("CPU, {threads} threads");
-        print_row("cpu", &device, (d, lanes), (first, median, n), lane0);
+        print_row("cpu", &device, (d, lanes, work), (first, median, n), lane0);
     }
 }
 

@@ -250,12 +250,12 @@ fn measure(name: &str, work: Work, threads: &[usize], rounds: usize, cores: usiz
             let r = run(work, t, false);
             rates[i].push(r.rate);
             loops[i].push(r.loop_s);
-            parts[i].push((r.rate, r.wall_s, r.loop_s, r.pass_s, r.steps, r.phases));
             if t == 1 {
                 serial.push(r.serial_s / r.wall_s);
             }
             steps = r.steps;
             digests.insert(r.digest);
+            parts[i].push(r);
         }
         if widest > 1 {
             ceilings.push(ceiling(work, widest));
@@ -322,7 +322,15 @@ fn measure(name: &str, work: Work, threads: &[usize], rounds: usize, cores: usiz
             amdahl(e, 64.0)
         );
     }
-    where_it_goes(threads, &parts);
+    // Each thread count's median round, by rate.
+    let medians: Vec<Run> = parts
+        .into_iter()
+        .map(|mut runs| {
+            runs.sort_by(|a, b| a.rate.total_cmp(&b.rate));
+            runs.swap_remove(runs.len() / 2)
+        })
+        .collect();
+    where_it_goes(threads, &medians);
     project(work, rounds, widest, &rates, threads);
     assert_eq!(
         digests.len(),
@@ -331,33 +339,27 @@ fn measure(name: &str, work: Work, threads: &[usize], rounds: usize, cores: usiz
     );
 }
 
-/// One run's rate, wall, step-loop and pass seconds, its passes, and a search's own phases.
-type Part = (f64, f64, f64, f64, u64, Option<LoopTimes>);
-
-/// Each thread count's wall time in the pipeline's passes, between them inside the step loop
-/// (the ECS schedule, decode, admission and retirement) and outside the loop (set-up, results),
-/// from its median round: the part that does not shrink with the threads shows.
-fn where_it_goes(threads: &[usize], parts: &[Vec<Part>]) {
+/// Each thread count's wall time (its median round) in the pipeline's passes, between them
+/// inside the step loop (the ECS schedule, decode, admission and retirement) and outside the
+/// loop (set-up, results): the part that does not shrink with the threads shows.
+fn where_it_goes(threads: &[usize], runs: &[Run]) {
     println!(
         "where the wall time goes (ms, then µs per pass; outside: set-up and the search's own phases)\n{:>8} {:>9} {:>9} {:>9} {:>10} {:>10}",
         "threads", "passes", "between", "outside", "pass/pass", "betw/pass"
     );
-    for (i, &t) in threads.iter().enumerate() {
-        let mut runs = parts[i].clone();
-        runs.sort_by(|a, b| a.0.total_cmp(&b.0));
+    for (r, t) in runs.iter().zip(threads) {
         // Per pass of that run: a fit's passes end on time, so their count varies.
-        let (_, wall, loop_s, pass, passes, _) = &runs[runs.len() / 2];
-        let per = |s: f64| s * 1e6 / (*passes).max(1) as f64;
+        let per = |s: f64| s * 1e6 / r.steps.max(1) as f64;
         println!(
             "{t:>8} {:>9.1} {:>9.1} {:>9.1} {:>10.1} {:>10.1}",
-            pass * 1e3,
-            (loop_s - pass) * 1e3,
-            (wall - loop_s) * 1e3,
-            per(*pass),
-            per(loop_s - pass)
+            r.pass_s * 1e3,
+            (r.loop_s - r.pass_s) * 1e3,
+            (r.wall_s - r.loop_s) * 1e3,
+            per(r.pass_s),
+            per(r.loop_s - r.pass_s)
         );
     }
-    if parts.iter().all(|p| p.iter().all(|r| r.5.is_some())) {
+    if runs.iter().all(|r| r.phases.is_some()) {
         // A search: its loop's phases (`LoopTimes`). The join runs the fit's step (and the
         // retirement after it) beside the recording and refill of the step before; what it
         // takes beyond the step loop is the retirement and the part of those not hidden.
@@ -365,20 +367,17 @@ fn where_it_goes(threads: &[usize], parts: &[Vec<Part>]) {
             "the search's phases (ms): {:>8} {:>9} {:>9} {:>9} {:>9} {:>9} {:>12}",
             "threads", "join", "beyond", "record", "refill", "retire", "outside join"
         );
-        for (i, &t) in threads.iter().enumerate() {
-            let mut runs = parts[i].clone();
-            runs.sort_by(|a, b| a.0.total_cmp(&b.0));
-            let (_, wall, loop_s, _, _, phases) = &runs[runs.len() / 2];
-            let l = phases.as_ref().expect("a search");
+        for (r, t) in runs.iter().zip(threads) {
+            let l = r.phases.as_ref().expect("a search");
             println!(
                 "{:>34} {:>9.1} {:>9.1} {:>9.1} {:>9.1} {:>9.1} {:>12.1}",
                 t,
                 l.step_s * 1e3,
-                (l.step_s - loop_s) * 1e3,
+                (l.step_s - r.loop_s) * 1e3,
                 l.record_s * 1e3,
                 l.refill_s * 1e3,
                 l.retire_s * 1e3,
-                (wall - l.step_s) * 1e3
+                (r.wall_s - l.step_s) * 1e3
             );
         }
     }
