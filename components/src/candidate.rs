@@ -159,6 +159,9 @@ pub struct History {
     /// The last evaluation was (for some restart) a rejected trial of a trial-based optimizer:
     /// the outputs in [`LaneResults`] are not those of the accepted constants.
     pub pending_trial: bool,
+    /// Per restart, the held-out R² at the final constants, scored inside the candidate's own
+    /// task as it finished (a search's scorer; `None` where nothing scored it).
+    pub held_out_r2: Option<Vec<Option<f64>>>,
     /// Walks, tape replays and tape nodes spent on this candidate.
     pub walks: u64,
     pub replays: u64,

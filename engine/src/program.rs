@@ -203,4 +203,11 @@ impl ProgramCache {
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
+
+    /// Forgets every program (those handed out stay valid): bounds a long-lived cache.
+    pub fn clear(&self) {
+        if let Ok(mut map) = self.map.lock() {
+            map.clear();
+        }
+    }
 }

@@ -29,7 +29,7 @@ use crate::plugin::Engine;
 use crate::population::{self, PopulationError};
 use crate::profile::{Profile, Stage};
 use crate::report::{self, CandidateResult, FitReport};
-use crate::resources::{DeviceWidth, FitSettings, Programs, StopSignal};
+use crate::resources::{DeviceWidth, FitSettings, Programs, Scorer, StopSignal};
 use crate::stages;
 use bevy_ecs::prelude::*;
 use bevy_ecs::schedule::SingleThreadedExecutor;
@@ -305,6 +305,12 @@ impl Fit {
     /// stops its candidates, and a walk inside a 10⁸-step loop gives way within milliseconds.
     pub fn set_stop(&mut self, stop: ndvm_engine::Stop) {
         self.world.insert_resource(StopSignal(stop));
+    }
+
+    /// Sets what each candidate's own task computes as it finishes ([`Scorer`]): a search's
+    /// held-out R², scored on the candidate's core instead of on the search's side of the loop.
+    pub fn set_scorer(&mut self, scorer: Scorer) {
+        self.world.insert_resource(scorer);
     }
 
     /// The fit's worker pool: a caller that steps the fit in a loop runs the loop inside

@@ -72,3 +72,22 @@ pub struct Programs {
 /// wide.
 #[derive(Resource, Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct DeviceWidth(pub Option<usize>);
+
+/// Scores a finished candidate from its source, parameter names, final constants
+/// (parameter-major, `p · restarts + r`) and restart count: one figure per restart.
+pub type ScoreFn = dyn Fn(&str, &[String], &[f64], usize) -> Vec<Option<f64>> + Send + Sync;
+
+/// What a candidate's own pipeline task computes as it finishes, on its core, beside the
+/// other tasks (`stages::pipeline`): a search's held-out R² ([`History::held_out_r2`]). Work
+/// done here leaves the search's serial side of the loop, which on many cores is the longest
+/// task of a pass. `None`: nothing.
+///
+/// [`History::held_out_r2`]: ndvm_components::prelude::History
+#[derive(Resource, Clone, Default)]
+pub struct Scorer(pub Option<std::sync::Arc<ScoreFn>>);
+
+impl std::fmt::Debug for Scorer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("Scorer").field(&self.0.is_some()).finish()
+    }
+}

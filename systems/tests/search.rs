@@ -133,8 +133,28 @@ fn each_draw_is_calibrated_as_if_alone() {
 fn every_record_holds_the_loss_and_r2_of_its_own_constants() {
     // Re-evaluate each calibrated program at its reported constants with the engine alone and
     // recompute train MSE and held-out R² from the data: they must be the record's numbers.
+    // Both ways of scoring: in each candidate's last pipeline task (the default), and by the
+    // search as it records (a fit stepped a draw at a time through the stages).
     let scene = load("search_scalar.scene.ron");
-    let (log, ..) = run(&scene, &scenes(), budget(400, 2));
+    for steps_per_pass in [None, Some(1)] {
+        let options = SearchOptions {
+            steps_per_pass,
+            ..budget(400, 2)
+        };
+        let (log, report, _) = run(&scene, &scenes(), options);
+        let by_search = report.timing.search_loop.held_out_s;
+        match steps_per_pass {
+            None => assert_eq!(by_search, 0.0, "every candidate scored in its task"),
+            Some(_) => assert!(
+                by_search > 0.0,
+                "the stepwise fit leaves scoring to the search"
+            ),
+        }
+        check_records_against_the_engine(&scene, &log);
+    }
+}
+
+fn check_records_against_the_engine(scene: &Scene, log: &[Record]) {
     let data = ndvm_systems::population::data::load(scene.data.as_ref().expect("data"), &scenes())
         .expect("data");
     let x = &data.inputs["x"];

@@ -79,6 +79,10 @@ pub struct CandidateResult {
     /// `losses[step][restart]` (written to the losses CSV, not to the JSON).
     #[serde(skip)]
     pub losses: Vec<Vec<f64>>,
+    /// Per restart, what the fit's [`Scorer`](crate::resources::Scorer) computed in the
+    /// candidate's task as it finished (a search's held-out R²); `None` where nothing did.
+    #[serde(skip)]
+    pub scored: Option<Vec<Option<f64>>>,
 }
 
 impl CandidateResult {
@@ -247,6 +251,7 @@ fn result(
         uncertainty: None,
         warnings: Vec::new(),
         losses: Vec::new(),
+        scored: history.held_out_r2.clone(),
     }
 }
 
@@ -298,7 +303,7 @@ fn add_uncertainty(
 }
 
 /// The constants the last recorded loss was evaluated at (parameter-major).
-fn final_values<'a>(history: &'a History, values: &'a ParamValues) -> &'a [f64] {
+pub(crate) fn final_values<'a>(history: &'a History, values: &'a ParamValues) -> &'a [f64] {
     if history.evaluated.len() == values.0.len() {
         &history.evaluated
     } else {

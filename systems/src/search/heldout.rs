@@ -12,6 +12,7 @@ use ndvm_components::prelude::*;
 use ndvm_components::scene::Precision;
 use ndvm_engine::prelude::*;
 use rayon::prelude::*;
+use std::cell::RefCell;
 use std::sync::Arc;
 
 /// Decoded programs kept before the cache is cleared.
@@ -28,28 +29,31 @@ pub struct HeldOut {
     precision: Precision,
 }
 
-/// One evaluation: a candidate's source, its parameter names and each draw's final constants
-/// (`finals[draw][param]`).
+/// One evaluation: a candidate's source, its parameter names and each draw's final constants,
+/// parameter-major (`values[p · restarts + r]`, as [`ParamValues`]).
 #[derive(Debug)]
 pub struct Job<'a> {
     pub src: &'a str,
     pub params: &'a [String],
-    pub finals: Vec<Vec<f64>>,
+    pub values: Vec<f64>,
+    pub restarts: usize,
 }
 
-#[derive(Debug)]
-enum Evaluator {
-    F32(Vm<f32>),
-    F64(Vm<f64>),
+thread_local! {
+    /// Each thread's evaluators, kept between candidates (their arenas stay allocated).
+    static F32: RefCell<Vm<f32>> = RefCell::new(Vm::default());
+    static F64: RefCell<Vm<f64>> = RefCell::new(Vm::default());
 }
 
-impl Evaluator {
-    fn new(precision: Precision) -> Evaluator {
-        match precision {
-            Precision::F32 => Evaluator::F32(Vm::default()),
-            Precision::F64 => Evaluator::F64(Vm::default()),
-        }
-    }
+/// Runs `f` on this thread's evaluator `vm` (a fresh one if it is in use).
+fn with_vm<R: Real, O>(
+    vm: &'static std::thread::LocalKey<RefCell<Vm<R>>>,
+    f: impl FnOnce(&mut Vm<R>) -> O,
+) -> O {
+    vm.with(|cell| match cell.try_borrow_mut() {
+        Ok(mut vm) => f(&mut vm),
+        Err(_) => f(&mut Vm::default()),
+    })
 }
 
 /// Splits `data` into its training points (what candidates are fitted to) and an evaluator of
@@ -95,35 +99,42 @@ pub fn split(
 }
 
 impl HeldOut {
-    /// The held-out R² of each draw of each job at its final constants; `None` for a draw whose
-    /// evaluation fails or without held-out data. The jobs run in parallel (rayon), each walk
-    /// sequential: the figures do not depend on the thread count.
-    pub fn r2_all(&mut self, jobs: &[Job<'_>]) -> Vec<Vec<Option<f64>>> {
+    /// Whether there are held-out points to score.
+    pub fn has_data(&self) -> bool {
+        self.data.is_some()
+    }
+
+    /// Bounds the decoded programs kept (the search calls it as it records).
+    pub fn trim(&self) {
         if self.programs.len() > CACHE_LIMIT {
-            self.programs = ProgramCache::default();
+            self.programs.clear();
         }
-        let this = &*self;
+    }
+
+    /// The held-out R² of each draw of each job at its final constants ([`HeldOut::score`]).
+    /// The jobs run in parallel (rayon), each walk sequential: the figures do not depend on the
+    /// thread count.
+    pub fn r2_all(&self, jobs: &[Job<'_>]) -> Vec<Vec<Option<f64>>> {
         jobs.par_iter()
-            .map_init(
-                || Evaluator::new(this.precision),
-                |vm, j| this.r2(vm, j.src, j.params, &j.finals),
-            )
+            .map(|j| self.score(j.src, j.params, &j.values, j.restarts))
             .collect()
     }
 
-    /// One job of [`HeldOut::r2_all`], on the evaluator `vm`.
-    fn r2(
+    /// One candidate's held-out R² per draw, at its final constants `values` (parameter-major
+    /// over `restarts` draws); `None` for a draw whose evaluation fails or without held-out
+    /// data. Safe to call from any thread: a search's fit calls it in each candidate's last
+    /// task ([`crate::resources::Scorer`]), the search itself for the rest.
+    pub fn score(
         &self,
-        vm: &mut Evaluator,
         src: &str,
         params: &[String],
-        finals: &[Vec<f64>],
+        values: &[f64],
+        restarts: usize,
     ) -> Vec<Option<f64>> {
-        let none = vec![None; finals.len()];
+        let none = vec![None; restarts];
         let Some(data) = self.data.clone() else {
             return none;
         };
-        let restarts = finals.len();
         let spec = FitSpec {
             params: params.to_vec(),
             bounds: Vec::new(),
@@ -140,17 +151,15 @@ impl HeldOut {
         let Ok(program) = self.programs.get_with(src, &names, &self.primitives) else {
             return none;
         };
-        let mut values = vec![0.0; params.len() * restarts];
-        for (r, draw) in finals.iter().enumerate() {
-            for (p, &x) in draw.iter().enumerate().take(params.len()) {
-                values[p * restarts + r] = x;
-            }
-        }
-        let values = ParamValues(values);
+        let values = ParamValues(values.to_vec());
         let lanes: Vec<usize> = (0..spec.lanes()).collect();
-        let out = match vm {
-            Evaluator::F32(vm) => outputs(vm, &program, &bind(&lanes, &spec, &values)),
-            Evaluator::F64(vm) => outputs(vm, &program, &bind(&lanes, &spec, &values)),
+        let out = match self.precision {
+            Precision::F32 => with_vm(&F32, |vm| {
+                outputs(vm, &program, &bind(&lanes, &spec, &values))
+            }),
+            Precision::F64 => with_vm(&F64, |vm| {
+                outputs(vm, &program, &bind(&lanes, &spec, &values))
+            }),
         };
         let Some(out) = out else {
             return none;

@@ -178,7 +178,8 @@ pub struct Search {
     spec: Spec,
     protocol: Protocol,
     context: population::Context,
-    held: heldout::HeldOut,
+    /// The held-out points' evaluator, shared with the fit's scorer.
+    held: Arc<heldout::HeldOut>,
     parameters: Parameters,
     /// The fit the candidates are calibrated in (taken out while the loop runs, so that it can
     /// step while the rest of the search records the last step's calibrations).
@@ -308,7 +309,16 @@ impl Search {
             precision: Some(precision),
             ..FitOptions::default()
         };
-        let fit = Fit::with_members(scene, Vec::new(), &fit_options)?;
+        let mut fit = Fit::with_members(scene, Vec::new(), &fit_options)?;
+        // Each candidate's held-out R² is scored in its last task, on its core.
+        let held = Arc::new(held);
+        if held.has_data() {
+            let held = held.clone();
+            let score = move |src: &str, params: &[String], values: &[f64], restarts: usize| {
+                held.score(src, params, values, restarts)
+            };
+            fit.set_scorer(crate::resources::Scorer(Some(Arc::new(score))));
+        }
         setup::check_grammar(&spec, &options.engine)?;
         let mut notes = Notes::default();
         notes.warnings.extend(fit.warnings().iter().cloned());
@@ -394,13 +404,14 @@ impl Search {
         self.report(stopped_by)
     }
 
-    /// The loop. Each fit step runs beside the search's own work on the step before: recording
-    /// the calibrations it finished (held-out R², records, tallies, the caller's log, the
-    /// proposers' `observe`) and taking new proposals for the slots they freed, admitted when
-    /// the step ends. None of it waits for the step, and the cores never idle between steps.
-    /// So a proposer sees a step's results one step later, and a freed slot is refilled one step
-    /// later, than if each waited for the other; the order of everything is still fixed by the
-    /// scene alone.
+    /// The loop. Each fit step runs beside the search's recording of the calibrations the step
+    /// before finished (held-out R² where the fit did not score them, records, tallies, the
+    /// caller's log, the proposers' `observe`). The slots those calibrations freed are refilled
+    /// as soon as they are retired, before the next step, so that step already carries the new
+    /// candidates: a cohort admitted together finishes together, and recording it beside a step
+    /// with nothing left to do would be serial work at any thread count. So a proposer proposes
+    /// for the freed slots before it sees the calibrations that freed them (it sees them beside
+    /// the next step); the order of everything is still fixed by the scene alone.
     fn run_here(
         &mut self,
         fit: &mut Fit,
@@ -442,17 +453,8 @@ impl Search {
             let mut lap = report::Lap::start();
             fit.admit(std::mem::take(&mut members));
             if self.inflight.is_empty() {
-                // Nothing to step. Calibrations of one length admitted together finish together,
-                // so this happens once per cohort: the freed slots are filled first, and what
-                // finished is recorded beside the next step, as after any other step.
-                if !finished.is_empty() {
-                    members = self.refill(&mut on_event);
-                    self.loop_times.refill_s += lap.next();
-                    if !members.is_empty() {
-                        continue;
-                    }
-                }
-                // No proposal without the results (or nothing to record): record, then ask.
+                // Nothing to step (at the start, or when everything offered was refused): record
+                // what finished, then ask for more.
                 self.record(std::mem::take(&mut finished), &mut on_event);
                 self.loop_times.record_s += lap.next();
                 members = self.refill(&mut on_event);
@@ -470,34 +472,30 @@ impl Search {
                 continue;
             }
             let batch = std::mem::take(&mut finished);
-            let (done, (next, [record_s, refill_s, parallel_s])) = rayon::join(
+            let (done, [record_s, parallel_s]) = rayon::join(
                 || {
                     fit.step();
                     (!stop.requested()).then(|| fit.retire())
                 },
                 || {
-                    let mut lap = report::Lap::start();
+                    let start = Instant::now();
                     let parallel = self.loop_times.parallel_s;
                     self.record(batch, &mut on_event);
-                    let recorded = lap.next();
-                    let next = self.refill(&mut on_event);
-                    let refilled = lap.next();
-                    (
-                        next,
-                        [recorded, refilled, self.loop_times.parallel_s - parallel],
-                    )
+                    let recorded = start.elapsed().as_secs_f64();
+                    [recorded, self.loop_times.parallel_s - parallel]
                 },
             );
-            members = next;
             self.loop_times.record_s += record_s;
-            self.loop_times.refill_s += refill_s;
-            self.loop_times.beside_step_s += record_s + refill_s;
-            beside = (record_s + refill_s - parallel_s, parallel_s);
+            self.loop_times.beside_step_s += record_s;
+            beside = (record_s - parallel_s, parallel_s);
             self.loop_times.step_s += lap.next();
             // A step cut short is not retired: its calibrations are unfinished.
             let Some(done) = done else { continue };
             finished = self.take_finished(done);
             self.loop_times.retire_s += lap.next();
+            // The freed slots are refilled now, on every core, and admitted at the top.
+            members = self.refill(&mut on_event);
+            self.loop_times.refill_s += lap.next();
             let p = self.progress();
             on_event(Event::Progress(&p));
             self.loop_times.events_s += lap.next();

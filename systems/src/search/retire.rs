@@ -122,34 +122,49 @@ impl Search {
     /// Records of the retired candidates, one per draw.
     pub(super) fn record(
         &mut self,
-        done: Vec<(crate::report::CandidateResult, Inflight)>,
+        mut done: Vec<(crate::report::CandidateResult, Inflight)>,
         on_event: &mut impl FnMut(Event<'_>),
     ) {
-        // Every finished candidate's held-out R² first, in parallel (beside the fit's pass).
+        // Each finished candidate's held-out R², where its own task did not score it (the fit
+        // steps a draw at a time, or the candidate finished outside a pass): in parallel.
         let start = std::time::Instant::now();
+        let unscored =
+            |c: &crate::report::CandidateResult| finished(c.status) && c.scored.is_none();
         let jobs: Vec<Job<'_>> = done
             .iter()
-            .filter(|(c, _)| finished(c.status))
+            .filter(|(c, _)| unscored(c))
             .map(|(c, flight)| {
                 let names = &flight.proposal.params;
+                let restarts = c.restarts.len();
+                let mut values = vec![0.0; names.len() * restarts];
+                for (r, draw) in c.restarts.iter().enumerate() {
+                    for (p, n) in names.iter().enumerate() {
+                        values[p * restarts + r] = draw.params[n];
+                    }
+                }
                 Job {
                     src: &flight.proposal.src,
                     params: names,
-                    finals: c
-                        .restarts
-                        .iter()
-                        .map(|r| names.iter().map(|n| r.params[n]).collect())
-                        .collect(),
+                    values,
+                    restarts,
                 }
             })
             .collect();
+        self.held.trim();
+        let scored_here = !jobs.is_empty();
         let mut r2s = self.held.r2_all(&jobs).into_iter();
         drop(jobs);
-        self.loop_times.held_out_s += start.elapsed().as_secs_f64();
+        if scored_here {
+            self.loop_times.held_out_s += start.elapsed().as_secs_f64();
+        }
         // The records are independent until they are numbered: built in parallel too.
         let r2s: Vec<Option<Vec<Option<f64>>>> = done
-            .iter()
-            .map(|(c, _)| finished(c.status).then(|| r2s.next()).flatten())
+            .iter_mut()
+            .map(|(c, _)| match c.scored.take() {
+                _ if !finished(c.status) => None,
+                Some(scored) => Some(scored),
+                None => r2s.next(),
+            })
             .collect();
         let names: Vec<&str> = self.slots.iter().map(|s| s.proposer.name()).collect();
         let success = self.spec.success;

@@ -29,7 +29,7 @@
 use crate::homes::run_at_home;
 use crate::machine::{Machine, spawn_group};
 use crate::profile::{Counters, Profile, Stage};
-use crate::resources::{FitSettings, StopSignal};
+use crate::resources::{FitSettings, ScoreFn, Scorer, StopSignal};
 use crate::stages::merge_masks::GroupView;
 use crate::stages::optimize::{Fitting, merge_and_step, sample_weight};
 use crate::stages::replay::{Outcome, replay_differentiate};
@@ -109,6 +109,8 @@ struct Shared<'a> {
     until: Option<Instant>,
     stop: &'a ndvm_engine::Stop,
     payload: Option<u64>,
+    /// What a candidate's task computes as it finishes ([`Scorer`]).
+    score: Option<&'a ScoreFn>,
 }
 
 /// What one task did: its counters and the time each stage's work took.
@@ -127,6 +129,7 @@ pub fn pipeline<R: Real>(
     mut commands: Commands,
     settings: Res<FitSettings>,
     stop: Res<StopSignal>,
+    scorer: Option<Res<Scorer>>,
     mut profile: ResMut<Profile>,
     mut candidates: Query<Active<'static>>,
     mut groups: Query<GroupParts<'static, R>>,
@@ -166,6 +169,7 @@ pub fn pipeline<R: Real>(
             .map(|ms| start + Duration::from_millis(u64::from(ms))),
         stop: &stop.0,
         payload: settings.payload_bytes,
+        score: scorer.as_ref().and_then(|s| s.0.as_deref()),
     };
     let mut tasks: Vec<_> = todo
         .iter_mut()
@@ -340,6 +344,15 @@ fn advance<R: Real>(
         let times = merge_and_step(f.reborrow(), views, stopping, weight);
         add(&mut done.times, [4, 3], times);
         done.steps += 1;
+    }
+    // A candidate that finished is scored here, on its core, while its data is in cache (not
+    // once the fit is stopped: a step cut short is not recorded, and Ctrl-C must not wait).
+    if let Some(score) = shared.score
+        && matches!(*f.status, Status::Done { .. } | Status::Stopped { .. })
+        && !shared.stop.requested()
+    {
+        let at = crate::report::final_values(f.history, f.values);
+        f.history.held_out_r2 = Some(score(source, &spec.params, at, spec.restarts));
     }
     done
 }

@@ -119,10 +119,11 @@ pub fn search(args: SearchArgs) -> Result<(), Failure> {
         Failure::Program
     })?;
     let bar = status_line(&search);
-    // A writer thread pays where the search has cores to spare; on two it only takes turns.
+    // A writer thread pays where the search has cores to spare; on two it only takes turns
+    // (and a full channel stalls the search: 16 threads asked for on 2 cores start 2 workers).
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let workers = args.threads.or(scene.threads).filter(|&t| t > 0);
-    let workers = workers.unwrap_or(cores);
+    let workers = workers.unwrap_or(cores).min(cores);
     let mut log = Logger::new(log, workers >= 4);
     // The line is redrawn at most ten times a second: a progress event comes after every
     // pass (hundreds a second), in the search's serial part between passes.
