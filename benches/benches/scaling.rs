@@ -15,7 +15,7 @@
 //!   speedup that share alone allows on 16 and 64 cores.
 //! - **Where the wall time goes** at each thread count (its median round): the pipeline's
 //!   passes, the rest of the step loop, and what lies outside the loop (set-up, a search's
-//!   recording beyond the step, its refill), in total and per pass; and the pass tasks' own
+//!   recording and refill beyond the step), in total and per pass; and the pass tasks' own
 //!   seconds in a traced run at the widest count against one thread (what sharing the machine
 //!   costs each task: caches, memory, data moving between cores).
 //! - **A projection to 2, 16 and 64 workers** from traced one-thread runs
@@ -361,9 +361,9 @@ fn where_it_goes(threads: &[usize], runs: &[Run]) {
     }
     if runs.iter().all(|r| r.phases.is_some()) {
         // A search: its loop's phases (`LoopTimes`). The join runs the fit's step (and the
-        // retirement after it) beside the recording of the step before; what it takes beyond
-        // the step loop is the retirement and the part of the recording not hidden. The refill
-        // follows the join, outside it.
+        // retirement after it) beside the recording and refill of the step before; what it
+        // takes beyond the step loop is the retirement and the part of those not hidden. After
+        // a cohort the refill comes before the join, outside it.
         println!(
             "the search's phases (ms): {:>8} {:>9} {:>9} {:>9} {:>9} {:>9} {:>12}",
             "threads", "join", "beyond", "record", "refill", "retire", "outside join"

@@ -6,7 +6,7 @@
 //! last task; a search has ~60 candidates in flight, a handful per worker on 16 cores). So a
 //! traced run ([`crate::resources::FitSettings::trace_passes`]) keeps, for every iteration of
 //! its loop, each pipeline task's home key and seconds, the work that ran beside the pass (a
-//! search's records) and the rest of the iteration's wall time — the serial part.
+//! search's records and refill) and the rest of the iteration's wall time — the serial part.
 //! [`Trace::project`] then replays those measured tasks on `p` simulated workers by the same
 //! rule the pass uses ([`crate::homes`]: own tasks first, then the others' from the back), with
 //! one worker busy with the work beside the pass first, and adds the serial parts unchanged.
@@ -33,8 +33,9 @@ pub struct TaskTime {
 pub struct Pass {
     /// The pass's tasks, in the order the pass hands them out (costliest first).
     pub tasks: Vec<TaskTime>,
-    /// Work run beside the pass (the search's records): on one worker, and spread over every
-    /// worker (building records; the held-out R² of draws not scored in their tasks).
+    /// Work run beside the pass (the search's records and refill): on one worker, and spread
+    /// over every worker (building records, preparing proposals; the held-out R² of draws not
+    /// scored in their tasks).
     pub beside_s: f64,
     pub beside_parallel_s: f64,
     /// Work between passes that runs on every core (decoding new candidates, building the

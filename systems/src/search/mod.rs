@@ -404,14 +404,16 @@ impl Search {
         self.report(stopped_by)
     }
 
-    /// The loop. Each fit step runs beside the search's recording of the calibrations the step
-    /// before finished (held-out R² where the fit did not score them, records, tallies, the
-    /// caller's log, the proposers' `observe`). The slots those calibrations freed are refilled
-    /// as soon as they are retired, before the next step, so that step already carries the new
-    /// candidates: a cohort admitted together finishes together, and recording it beside a step
-    /// with nothing left to do would be serial work at any thread count. So a proposer proposes
-    /// for the freed slots before it sees the calibrations that freed them (it sees them beside
-    /// the next step); the order of everything is still fixed by the scene alone.
+    /// The loop. Each fit step runs beside the search's own work on the step before: recording
+    /// the calibrations it finished (held-out R² where the fit did not score them, records,
+    /// tallies, the caller's log, the proposers' `observe`) and, after that, taking proposals
+    /// for the slots they freed, admitted when the step ends. A proposer's answer (a language
+    /// model's) then never holds up the cores. Except after a cohort: candidates admitted
+    /// together finish together, and when fewer than half the window are left in flight the
+    /// freed slots are refilled at once, before the next step, so that step carries the new
+    /// candidates instead of leaving the cores idle beside the recording. Then a proposer
+    /// proposes before it sees the calibrations that freed the slots (it sees them beside the
+    /// next step). Either way the order of everything is fixed by the scene alone.
     fn run_here(
         &mut self,
         fit: &mut Fit,
@@ -434,13 +436,15 @@ impl Search {
         // ones to admit before it.
         let mut finished = Vec::new();
         let mut members = Vec::new();
+        // The slots the last step freed are to be refilled beside the next one.
+        let mut refill_beside = false;
         // A traced run's iterations ([`crate::trace`]): each one's start, and the serial and
         // parallel work beside its pass.
         let mut top = Instant::now();
         let mut beside = (0.0, 0.0);
         let mut parallel = self.loop_times.parallel_s;
         let stopped_by = loop {
-            // Parallel work not beside a pass (a refill with nothing to step) runs on every core.
+            // Parallel work not beside a pass (a refill between steps) runs on every core.
             fit.spread_trace(self.loop_times.parallel_s - parallel - beside.1);
             parallel = self.loop_times.parallel_s;
             fit.close_trace(&mut top, std::mem::take(&mut beside));
@@ -472,30 +476,51 @@ impl Search {
                 continue;
             }
             let batch = std::mem::take(&mut finished);
-            let (done, [record_s, parallel_s]) = rayon::join(
+            let beside_refill = std::mem::take(&mut refill_beside);
+            let (done, (next, [record_s, refill_s, parallel_s])) = rayon::join(
                 || {
                     fit.step();
                     (!stop.requested()).then(|| fit.retire())
                 },
                 || {
-                    let start = Instant::now();
+                    let mut lap = report::Lap::start();
                     let parallel = self.loop_times.parallel_s;
                     self.record(batch, &mut on_event);
-                    let recorded = start.elapsed().as_secs_f64();
-                    [recorded, self.loop_times.parallel_s - parallel]
+                    let recorded = lap.next();
+                    let next = if beside_refill {
+                        self.refill(&mut on_event)
+                    } else {
+                        Vec::new()
+                    };
+                    let refilled = lap.next();
+                    (
+                        next,
+                        [recorded, refilled, self.loop_times.parallel_s - parallel],
+                    )
                 },
             );
+            if beside_refill {
+                members = next;
+            }
             self.loop_times.record_s += record_s;
-            self.loop_times.beside_step_s += record_s;
-            beside = (record_s - parallel_s, parallel_s);
+            self.loop_times.refill_s += refill_s;
+            self.loop_times.beside_step_s += record_s + refill_s;
+            beside = (record_s + refill_s - parallel_s, parallel_s);
             self.loop_times.step_s += lap.next();
             // A step cut short is not retired: its calibrations are unfinished.
             let Some(done) = done else { continue };
             finished = self.take_finished(done);
             self.loop_times.retire_s += lap.next();
-            // The freed slots are refilled now, on every core, and admitted at the top.
-            members = self.refill(&mut on_event);
-            self.loop_times.refill_s += lap.next();
+            // Most of the window just finished (a cohort): its slots are refilled now, on every
+            // core, so that the next step is not left with nothing to do beside the recording.
+            // Otherwise beside the next step, where a proposer's answer (a language model's)
+            // does not hold up the cores.
+            if self.inflight.len() * 2 < self.spec.window {
+                members.extend(self.refill(&mut on_event));
+                self.loop_times.refill_s += lap.next();
+            } else {
+                refill_beside = true;
+            }
             let p = self.progress();
             on_event(Event::Progress(&p));
             self.loop_times.events_s += lap.next();
