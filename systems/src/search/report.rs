@@ -123,10 +123,11 @@ pub struct Timing {
 /// also inside `record`), numbering, tallies, the caller's log and the proposers' `observe` —
 /// and the progress event (`events`). A step's candidates are recorded, and the slots they
 /// freed refilled, beside the next step (`beside_step`: the part of `record` and `refill` that
-/// ran there; after a cohort the refill comes first, between the steps), so `step` is that step's wall time. Of `record` and `refill`, `parallel` ran on every
-/// core (building the records, checking and parsing the proposals; the held-out R² of draws the
-/// fit did not score in their own tasks, `held_out`, zero when it scored them all). The rest
-/// is serial: its share bounds the speedup any number of cores can give (docs/performance.md).
+/// ran there; after a cohort the refill comes first, between the steps), so `step` is that
+/// step's wall time. Of `record` and `refill`, `parallel` ran on every core (building the
+/// records, checking and parsing the proposals; the held-out R² of draws the fit did not score
+/// in their own tasks, `held_out`, zero when it scored them all). The rest is serial: its share
+/// bounds the speedup any number of cores can give (docs/performance.md).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, serde::Deserialize)]
 pub struct LoopTimes {
     pub refill_s: f64,

@@ -1,10 +1,9 @@
 //! Retirement: finished candidates become records — one per draw — in log order.
 //!
 //! After every fit step the search takes the finished candidates out of the fit, evaluates the
-//! held-out points at each draw's final constants where the fit's own tasks did not (the
-//! fit's `Scorer`), decides success, numbers the records, counts
-//! them (tally, frontier, per-proposer counts), passes them to the caller and shows them to
-//! every proposer still in the search.
+//! held-out points at each draw's final constants where the fit's own tasks did not (the fit's
+//! `Scorer`), decides success, numbers the records, counts them (tally, frontier, per-proposer
+//! counts), passes them to the caller and shows them to every proposer still in the search.
 
 use super::heldout::Job;
 use super::{Event, Inflight, Notes, Record, Search};
