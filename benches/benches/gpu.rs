@@ -7,8 +7,8 @@
 //! - `cpu/kalman_nd/D/lanes`: the same lanes cut into one chunk per core, each chunk's tape
 //!   walked once and replayed (forward + backward) per iteration, chunks in parallel (rayon).
 //!
-//! `NDVM_GPU_KERNELS` lists the interpreter entries to time (`lane`, `coop`, `auto`; see
-//! `ndvm_gpu::Kernel`): `auto` by default, `lane,coop` in the rows mode.
+//! `NDVM_GPU_KERNELS` lists the interpreter entries to time (`lane`, `coop`, `batched`, `auto`;
+//! see `ndvm_gpu::Kernel`): `auto` by default, `lane,coop,batched` in the rows mode.
 //!
 //! The default sweep is small (D = 2, 8 at 1,024 lanes) so CI's software Vulkan finishes it;
 //! `NDVM_GPU_SWEEP=full` runs D = 2, 4, 8, 16, 32 × 1 k, 4 k, 16 k, 64 k lanes (on a real
@@ -138,12 +138,12 @@ fn kernels(default: &str) -> Vec<ndvm_gpu::Kernel> {
         .collect()
 }
 
-/// A GPU row's side: `gpu` for the automatic choice, else `gpu-lane` / `gpu-coop`.
-fn side(kernel: ndvm_gpu::Kernel) -> &'static str {
+/// A GPU row's side: `gpu` for the automatic choice, else `gpu-lane`, `gpu-coop` or
+/// `gpu-batched`.
+fn side(kernel: ndvm_gpu::Kernel) -> String {
     match kernel {
-        ndvm_gpu::Kernel::Auto => "gpu",
-        ndvm_gpu::Kernel::Lane => "gpu-lane",
-        ndvm_gpu::Kernel::Cooperative => "gpu-coop",
+        ndvm_gpu::Kernel::Auto => "gpu".into(),
+        k => format!("gpu-{}", k.name()),
     }
 }
 
@@ -218,13 +218,16 @@ fn rows_on_a_budget(list: &str) {
     for (d, lanes) in rows(list) {
         let program = program(d);
         let work = work_per_lane(d);
-        for kernel in gpu.as_ref().map_or(Vec::new(), |_| kernels("lane,coop")) {
+        for kernel in gpu
+            .as_ref()
+            .map_or(Vec::new(), |_| kernels("lane,coop,batched"))
+        {
             let gpu = gpu.as_ref().expect("a device");
             let (first, median, n, run) =
                 on_device(gpu, kernel, &program, (d, lanes), |run| timed(budget, run));
             let lane0 = [run.result[0], run.grads[0][0], run.grads[1][0]];
             print_row(
-                side(kernel),
+                &side(kernel),
                 &gpu.describe(),
                 (d, lanes, work),
                 (first, median, n),

@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
 """The GPU measurement's table (docs/gpu.md's layout) from a device run's output folder.
 
-Reads `ndvm-rows.jsonl` (the GPU bench's rows: `side` gpu-lane, gpu-coop — the interpreter's
-two entries, one invocation per lane or a workgroup per lane — gpu (the automatic choice) or
-cpu), `jax-rows.jsonl` (the JAX
-peer) and `scene.jsonl` (the shipped scene per device), all written by `benches/device/gpu.sh`,
-and prints Markdown: per (D, lanes) the median seconds per call of ndvm on the GPU with each
-entry, ndvm's CPU replay on every core and JAX, the faster entry's the ratios the issue's targets are stated in, and how far lane 0's
-value and gradients on the GPU and in JAX are from the CPU's (largest relative difference).
+Reads `ndvm-rows.jsonl` (the GPU bench's rows: `side` gpu-lane, gpu-coop, gpu-batched — the
+interpreter's three entries: one invocation per lane, a workgroup per lane, node-major — gpu
+(the automatic choice) or cpu), `jax-rows.jsonl` (the JAX peer) and `scene.jsonl` (the shipped
+scene per device), all written by `benches/device/gpu.sh`, and prints Markdown: per (D, lanes)
+the median seconds per call of ndvm on the GPU with each entry, ndvm's CPU replay on every core
+and JAX, the fastest entry's ratios (the ones the issue's targets are stated in), and how far
+lane 0's value and gradients on the GPU and in JAX are from the CPU's (largest relative
+difference).
 
     python3 benches/device/table.py target/device-out
 """
@@ -64,42 +65,45 @@ def table(out: Path) -> str:
     lines = [
         "Devices: " + "; ".join(devices),
         "",
-        "| D | lanes | GPU, lane entry | GPU, cooperative | ndvm CPU | best GPU vs CPU | JAX "
-        "| best GPU vs JAX | lane 0: GPU vs CPU | JAX vs CPU |",
-        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| D | lanes | GPU, lane entry | GPU, cooperative | GPU, batched | ndvm CPU "
+        "| best GPU vs CPU | JAX | best GPU vs JAX | lane 0: GPU vs CPU | JAX vs CPU |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for d, n in keys:
         lane = side.get(("gpu-lane", d, n)) or side.get(("gpu", d, n))
         coop = side.get(("gpu-coop", d, n))
+        batched = side.get(("gpu-batched", d, n))
         c, j = side.get(("cpu", d, n)), peer.get((d, n))
-        ls, os_, cs, js = (x["median_s"] if x else None for x in (lane, coop, c, j))
-        runs = [x for x in (lane, coop) if x]
+        ls, os_, bs, cs, js = (x["median_s"] if x else None for x in (lane, coop, batched, c, j))
+        runs = [x for x in (lane, coop, batched) if x]
         g = min(runs, key=lambda x: x["median_s"]) if runs else None
         gs = g["median_s"] if g else None
         lines.append(
-            f"| {d} | {n:,} | {ms(ls)} | {ms(os_)} | {ms(cs)} | {ratio(cs, gs)} | {ms(js)} | "
+            f"| {d} | {n:,} | {ms(ls)} | {ms(os_)} | {ms(bs)} | {ms(cs)} | {ratio(cs, gs)} | {ms(js)} | "
             f"{ratio(js, gs)} | {gap(g and g['lane0'], c and c['lane0'])} | "
             f"{gap(j and j['lane0'], c and c['lane0'])} |"
         )
     lines.append("")
     lines.append(
-        "best GPU: the faster of the two entries. best GPU vs CPU and vs JAX: how many times faster "
+        "best GPU: the fastest of the entries. best GPU vs CPU and vs JAX: how many times faster "
         "it is (above 1: faster)."
     )
     scene = {r["device"]: r for r in read(out / "scene.jsonl")}
     if scene:
         lines += ["", "| `ndvm fit scenes/kalman_nd.scene.ron` | wall | exit |", "|---|---:|---:|"]
-        for device in ("gpu", "cpu", "auto"):
+        for device in ("gpu", "gpu-batched", "cpu", "auto"):
             if device in scene:
                 r = scene[device]
                 note = "" if r["status"] == 0 else " (did not finish: not a measurement)"
-                lines.append(f"| `--device {device}` | {r['wall_s']:.2f} s{note} | {r['status']} |")
+                how = "`--device gpu`, node-major" if device == "gpu-batched" else f"`--device {device}`"
+                lines.append(f"| {how} | {r['wall_s']:.2f} s{note} | {r['status']} |")
         finished = {d for d, r in scene.items() if r["status"] == 0}
-        if {"gpu", "cpu"} <= finished:
-            lines.append(
-                f"\n`--device gpu` against `--device cpu`: "
-                f"{scene['cpu']['wall_s'] / scene['gpu']['wall_s']:.2f}× (above 1: the GPU is faster)"
-            )
+        for gpu in ("gpu", "gpu-batched"):
+            if {gpu, "cpu"} <= finished:
+                lines.append(
+                    f"\n`{gpu}` against `--device cpu`: "
+                    f"{scene['cpu']['wall_s'] / scene[gpu]['wall_s']:.2f}× (above 1: the GPU is faster)"
+                )
     return "\n".join(lines)
 
 

@@ -48,41 +48,13 @@ fn is_wide(i: u32) -> bool { return ((prog[i * 8u] >> 23u) & 1u) == 1u; }
 
 fn coop_forward(nd: Node, gl: u32) {
     if !member_of(nd.lanes, gl) { return; }
-    let n = nd.aux;
-    let m = nd.m;
-    let k = nd.k;
-    let a = nd.a;
-    let b = nd.b;
-    let o = nd.out;
-    if nd.op < OP_SELECT {
-        for (var e = T; e < n; e += COOP) {
-            let va = operand(a, a_const(nd.form), e);
-            if nd.form == FORM_UNARY {
-                setX(o + e, eval1(nd.op, va));
-            } else {
-                setX(o + e, eval2(nd.op, va, operand(b, b_const(nd.form), e)));
-            }
-        }
-        return;
-    }
     switch nd.op {
-        case OP_TRANSPOSE: {
-            for (var e = T; e < m * n; e += COOP) {
-                setX(o + (e % n) * m + e / n, X(a + e));
-            }
-        }
-        case OP_OUTER: {
-            for (var e = T; e < m * n; e += COOP) { setX(o + e, X(a + e / n) * X(b + e % n)); }
-        }
-        case OP_MATVEC: {
-            for (var i = T; i < m; i += COOP) {
-                var s = X(a + i * k) * X(b);
-                for (var p = 1u; p < k; p++) { s = s + X(a + i * k + p) * X(b + p); }
-                setX(o + i, s);
-            }
-        }
         case OP_MATMUL: { coop_matmul(nd); }
-        default: { coop_solve(nd); }
+        case OP_DET, OP_LOGDET, OP_INV: { coop_solve(nd); }
+        default: {
+            // elementwise, transpose, outer, matvec: element by element (batched.wgsl)
+            for (var e = T; e < part_elements(nd, 0u); e += COOP) { elem_forward(nd, e); }
+        }
     }
 }
 
@@ -92,13 +64,7 @@ fn coop_matmul(nd: Node) {
     let k = nd.k;
     let mk = m * k;
     if mk + k * n > WSIZE {
-        for (var e = T; e < m * n; e += COOP) {
-            let i = e / n;
-            let j = e % n;
-            var s = X(nd.a + i * k) * X(nd.b + j);
-            for (var p = 1u; p < k; p++) { s = s + X(nd.a + i * k + p) * X(nd.b + p * n + j); }
-            setX(nd.out + e, s);
-        }
+        for (var e = T; e < m * n; e += COOP) { elem_forward(nd, e); }
         return;
     }
     for (var e = T; e < mk; e += COOP) { W[e] = X(nd.a + e); }
@@ -245,64 +211,10 @@ fn coop_backward(nd: Node, gl: u32) {
     let ga = (nd.skip & 1u) == 0u;
     let gb = (nd.skip & 2u) == 0u;
     let n = nd.aux;
-    let m = nd.m;
-    let k = nd.k;
     let a = nd.a;
     let b = nd.b;
     let o = nd.out;
-    if nd.op < OP_SELECT {
-        let da_on = ga && !a_const(nd.form);
-        let db_on = gb && !b_const(nd.form) && nd.form != FORM_UNARY;
-        for (var e = T; e < n; e += COOP) {
-            let gz = G(o + e);
-            let z = X(o + e);
-            let va = operand(a, a_const(nd.form), e);
-            if nd.form == FORM_UNARY {
-                if da_on { addG(a + e, vjp1(nd.op, va, z, gz)); }
-            } else {
-                let d = vjp2(nd.op, va, operand(b, b_const(nd.form), e), z, gz);
-                if da_on { addG(a + e, d.x); }
-                if db_on { addG(b + e, d.y); }
-            }
-        }
-        return;
-    }
     switch nd.op {
-        case OP_TRANSPOSE: {
-            if ga {
-                for (var e = T; e < m * n; e += COOP) { addG(a + e, G(o + (e % n) * m + e / n)); }
-            }
-        }
-        case OP_OUTER: {
-            if ga {
-                for (var i = T; i < m; i += COOP) {
-                    var s = G(o + i * n) * X(b);
-                    for (var j = 1u; j < n; j++) { s = s + G(o + i * n + j) * X(b + j); }
-                    addG(a + i, s);
-                }
-            }
-            sync(); // `(outer v v)`: both sides add into the same slots
-            if gb {
-                for (var j = T; j < n; j += COOP) {
-                    var s = G(o + j) * X(a);
-                    for (var i = 1u; i < m; i++) { s = s + G(o + i * n + j) * X(a + i); }
-                    addG(b + j, s);
-                }
-            }
-        }
-        case OP_MATVEC: {
-            if ga {
-                for (var e = T; e < m * k; e += COOP) { addG(a + e, G(o + e / k) * X(b + e % k)); }
-            }
-            sync();
-            if gb {
-                for (var p = T; p < k; p += COOP) {
-                    var s = X(a + p) * G(o);
-                    for (var i = 1u; i < m; i++) { s = s + X(a + i * k + p) * G(o + i); }
-                    addG(b + p, s);
-                }
-            }
-        }
         case OP_MATMUL: { coop_matmul_back(nd, ga, gb); }
         case OP_DET, OP_LOGDET: {
             if !ga { return; }
@@ -318,7 +230,12 @@ fn coop_backward(nd: Node, gl: u32) {
         case OP_INV: {
             if ga { coop_inv_back(nd); }
         }
-        default: {}
+        default: {
+            // elementwise, transpose, outer, matvec: element by element (batched.wgsl)
+            for (var e = T; e < part_elements(nd, 1u); e += COOP) { elem_back_a(nd, e); }
+            sync(); // `(outer v v)`: both sides add into the same slots
+            for (var e = T; e < part_elements(nd, 2u); e += COOP) { elem_back_b(nd, e); }
+        }
     }
 }
 
@@ -339,32 +256,28 @@ fn coop_matmul_back(nd: Node, ga: bool, gb: bool) {
     }
     if ga {
         for (var e = T; e < mk; e += COOP) {
+            if !staged {
+                elem_back_a(nd, e);
+                continue;
+            }
             let i = e / k;
             let p = e % k;
-            var s: f32;
-            if staged {
-                s = W[i * n] * W[mn + p * n];
-                for (var j = 1u; j < n; j++) { s = s + W[i * n + j] * W[mn + p * n + j]; }
-            } else {
-                s = G(nd.out + i * n) * X(nd.b + p * n);
-                for (var j = 1u; j < n; j++) { s = s + G(nd.out + i * n + j) * X(nd.b + p * n + j); }
-            }
+            var s = W[i * n] * W[mn + p * n];
+            for (var j = 1u; j < n; j++) { s = s + W[i * n + j] * W[mn + p * n + j]; }
             addG(nd.a + e, s);
         }
     }
     sync(); // `(matmul A A)`: both sides add into the same slots
     if gb {
         for (var e = T; e < kn; e += COOP) {
+            if !staged {
+                elem_back_b(nd, e);
+                continue;
+            }
             let p = e / n;
             let j = e % n;
-            var s: f32;
-            if staged {
-                s = W[mn + kn + p] * W[j];
-                for (var i = 1u; i < m; i++) { s = s + W[mn + kn + i * k + p] * W[i * n + j]; }
-            } else {
-                s = X(nd.a + p) * G(nd.out + j);
-                for (var i = 1u; i < m; i++) { s = s + X(nd.a + i * k + p) * G(nd.out + i * n + j); }
-            }
+            var s = W[mn + kn + p] * W[j];
+            for (var i = 1u; i < m; i++) { s = s + W[mn + kn + i * k + p] * W[i * n + j]; }
             addG(nd.b + e, s);
         }
     }

@@ -6,7 +6,7 @@
 //! a validation error, running out of memory, a lost device — and returned as a [`GpuError`];
 //! nothing panics.
 
-use crate::kernel::{Kernel, Segmenting};
+use crate::kernel::{Entry, Kernel, Segmenting};
 use ndvm_engine::prims::compare::Cmp;
 use ndvm_engine::prims::scalar::Op;
 use ndvm_engine::tape::Form;
@@ -33,9 +33,11 @@ pub enum GpuError {
 pub struct Gpu {
     pub(crate) device: wgpu::Device,
     pub(crate) queue: wgpu::Queue,
-    /// The per-lane entry (`main`) and the cooperative one (`main_coop`), see [`Kernel`].
+    /// The per-lane entry (`main`), the cooperative one (`main_coop`) and the node-major one
+    /// (`main_batched`), see [`Kernel`].
     pub(crate) pipeline: wgpu::ComputePipeline,
     pub(crate) coop: wgpu::ComputePipeline,
+    pub(crate) batched: wgpu::ComputePipeline,
     pub(crate) layout: wgpu::BindGroupLayout,
     /// How long one dispatch may run on this adapter.
     pub(crate) segmenting: Segmenting,
@@ -43,6 +45,9 @@ pub struct Gpu {
     /// The most bytes one tape's lanes keep on the device at once (primal, adjoint, scratch):
     /// a broadcast tape over more lanes runs them a slice at a time through one set of buffers.
     pub(crate) resident: u64,
+    /// The entry [`Kernel::Auto`] uploads run with: `NDVM_GPU_KERNEL` (`lane`, `coop`,
+    /// `batched`) when set, for measuring an entry on a whole fit; else `Auto`'s own choice.
+    pub(crate) prefer: Kernel,
     info: wgpu::AdapterInfo,
     /// The first error the device reported outside an error scope (a lost device).
     lost: Arc<Mutex<Option<String>>>,
@@ -126,6 +131,7 @@ pub fn shader_source() -> String {
     );
     s += include_str!("interp.wgsl");
     s += include_str!("linalg.wgsl");
+    s += include_str!("batched.wgsl");
     s += include_str!("coop.wgsl");
     s
 }
@@ -208,10 +214,12 @@ impl Gpu {
             },
             count: None,
         };
+        // The parameters of every dispatch of a chunk sit in one buffer, each at its own
+        // offset (given at the dispatch): one bind group serves them all.
         let mut entries = vec![wgpu::BindGroupLayoutEntry {
             ty: wgpu::BindingType::Buffer {
                 ty: wgpu::BufferBindingType::Uniform,
-                has_dynamic_offset: false,
+                has_dynamic_offset: true,
                 min_binding_size: None,
             },
             ..storage(0, true)
@@ -227,17 +235,18 @@ impl Gpu {
             bind_group_layouts: &[Some(&layout)],
             immediate_size: 0,
         });
-        let pipeline = |kernel: Kernel| {
+        let pipeline = |entry: Entry| {
             device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-                label: Some(kernel.entry()),
+                label: Some(entry.name()),
                 layout: Some(&pipeline_layout),
                 module: &module,
-                entry_point: Some(kernel.entry()),
+                entry_point: Some(entry.name()),
                 compilation_options: Default::default(),
                 cache: None,
             })
         };
-        let (lane, coop) = (pipeline(Kernel::Lane), pipeline(Kernel::Cooperative));
+        let (lane, coop) = (pipeline(Entry::Lane), pipeline(Entry::Coop));
+        let batched = pipeline(Entry::Node);
         if let Some(e) = scope.pop().await {
             return Err(GpuError::NoDevice(format!(
                 "the interpreter did not compile: {e}"
@@ -254,13 +263,27 @@ impl Gpu {
             queue,
             pipeline: lane,
             coop,
+            batched,
             layout,
             segmenting,
             limits,
             resident: resident_bytes(software),
+            prefer: std::env::var("NDVM_GPU_KERNEL")
+                .ok()
+                .and_then(|k| Kernel::parse(k.trim()))
+                .unwrap_or_default(),
             info,
             lost,
         })
+    }
+
+    /// The compiled pipeline of an entry.
+    pub(crate) fn pipeline_of(&self, entry: Entry) -> &wgpu::ComputePipeline {
+        match entry {
+            Entry::Lane => &self.pipeline,
+            Entry::Coop => &self.coop,
+            Entry::Node => &self.batched,
+        }
     }
 
     /// The adapter, e.g. "NVIDIA H100 80GB HBM3 (Vulkan)".

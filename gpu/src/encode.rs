@@ -14,7 +14,7 @@
 //! [`GpuError::Unsupported`] and stays on the CPU.
 
 use crate::GpuError;
-use crate::kernel::Segmenting;
+use crate::kernel::{BATCH_FROM, COOPERATE_FROM, Entry, Segmenting};
 use ndvm_engine::export::Recording;
 use ndvm_engine::prims::scalar::Op;
 use ndvm_engine::tape::{Check, Form, SKIP_A, SKIP_B, Tape, TapeNode};
@@ -38,14 +38,28 @@ pub struct Encoded {
     /// The tape split into segments `[from, to)` within a [`Segmenting`], one dispatch per
     /// segment and direction (never empty: a tape without nodes has one empty segment).
     pub segments: Vec<(u32, u32)>,
+    /// The tape as [`crate::Kernel::Batched`] runs it: each wide node alone with the entry
+    /// that runs it, the nodes between in per-lane segments within the [`Segmenting`]; the
+    /// last segment is always a per-lane one (it checks the guards after the last node and
+    /// seeds the backward pass), empty where the tape ends with a wide node.
+    pub batched: Vec<Segment>,
     /// The tape's work per lane (multiply-adds, roughly), and the part of it the cooperative
     /// entry runs on one invocation (neither in a wide node nor in a run of independent nodes).
     pub work: u64,
     pub serial_work: u64,
     /// Elements of the widest wide node (0 when there is none).
     pub widest: u32,
-    /// The most loop iterations one invocation runs for one node: per lane, cooperative.
-    pub longest: [u64; 2],
+    /// The most loop iterations one invocation runs for one node: per lane, cooperative,
+    /// batched.
+    pub longest: [u64; 3],
+}
+
+/// Nodes `[from, to)` run by one entry ([`Encoded::batched`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Segment {
+    pub from: u32,
+    pub to: u32,
+    pub entry: Entry,
 }
 
 /// A node's work per lane (multiply-adds, roughly).
@@ -104,6 +118,103 @@ fn wide(op: Op, aux: u32, m: u32, k: u32) -> Option<u32> {
         op if op.is_linalg() => None,
         _ => (aux >= 8).then_some(aux),
     }
+}
+
+/// The elements of a wide node's parts, as `part_elements` in `batched.wgsl` counts them:
+/// the forward, the backward into `a` (and `b`, elementwise), the backward into `b`.
+pub fn part_elements(op: Op, aux: u32, m: u32, k: u32) -> [u32; 3] {
+    let n = aux;
+    match op {
+        Op::Transpose => [m * n, m * n, 0],
+        Op::Outer => [m * n, m, n],
+        Op::MatVec => [m, m * k, k],
+        Op::MatMul => [m * n, m * k, k * n],
+        _ => [n.max(1), n.max(1), 0],
+    }
+}
+
+/// Which entry runs a node under [`crate::Kernel::Batched`]: a wide node of at least
+/// [`BATCH_FROM`] elements gets node-major dispatches of its own when no two invocations can
+/// add into one slot — its operands are
+/// one tensor or disjoint, and neither touches its result (else it stays per lane); `det`,
+/// `logdet` and `inv` from [`COOPERATE_FROM`] elements solve cooperatively; the rest run per
+/// lane.
+fn batched_entry(n: &TapeNode, aux: u32, m: u32, k: u32) -> Entry {
+    match n.op {
+        Op::Det | Op::LogDet | Op::Inv if aux > 3 && aux * aux >= COOPERATE_FROM => Entry::Coop,
+        Op::Det | Op::LogDet | Op::Inv => Entry::Lane,
+        op if wide(op, aux, m, k).is_none_or(|w| w < BATCH_FROM) => Entry::Lane,
+        op => {
+            // The slots each side covers (0: a constant or no operand).
+            let (la, lb, lo) = match op {
+                Op::Transpose => (m * aux, 0, m * aux),
+                Op::Outer => (m, aux, m * aux),
+                Op::MatVec => (m * k, k, m),
+                Op::MatMul => (m * k, k * aux, m * aux),
+                _ => {
+                    let a = !matches!(n.form, Form::ConstSlot | Form::ConstConst);
+                    let b = matches!(n.form, Form::SlotSlot | Form::ConstSlot);
+                    (if a { aux } else { 0 }, if b { aux } else { 0 }, aux)
+                }
+            };
+            let meet = |x: u32, lx: u32, y: u32, ly: u32| {
+                lx > 0
+                    && ly > 0
+                    && u64::from(x) < u64::from(y) + u64::from(ly)
+                    && u64::from(y) < u64::from(x) + u64::from(lx)
+            };
+            let same = n.a == n.b && la == lb;
+            if meet(n.a, la, n.out, lo)
+                || meet(n.b, lb, n.out, lo)
+                || (!same && meet(n.a, la, n.b, lb))
+            {
+                Entry::Lane
+            } else {
+                Entry::Node
+            }
+        }
+    }
+}
+
+/// [`Encoded::batched`]: wide nodes alone (with their entries), the rest in per-lane segments
+/// within `limits`, ending with a per-lane one.
+fn batched_segments(costs: &[u64], entries: &[Entry], limits: Segmenting) -> Vec<Segment> {
+    let mut out = Vec::new();
+    let lanes = |out: &mut Vec<Segment>, from: usize, to: usize| {
+        if to > from {
+            out.extend(
+                segments(&costs[from..to], limits)
+                    .into_iter()
+                    .map(|(f, t)| Segment {
+                        from: f + from as u32,
+                        to: t + from as u32,
+                        entry: Entry::Lane,
+                    }),
+            );
+        }
+    };
+    let mut from = 0;
+    for (i, &entry) in entries.iter().enumerate() {
+        if entry != Entry::Lane {
+            lanes(&mut out, from, i);
+            out.push(Segment {
+                from: i as u32,
+                to: i as u32 + 1,
+                entry,
+            });
+            from = i + 1;
+        }
+    }
+    lanes(&mut out, from, entries.len());
+    if out.last().is_none_or(|s| s.entry != Entry::Lane) {
+        let end = entries.len() as u32;
+        out.push(Segment {
+            from: end,
+            to: end,
+            entry: Entry::Lane,
+        });
+    }
+    out
 }
 
 /// Longest run of independent scalar nodes the cooperative entry spreads over its workgroup
@@ -183,7 +294,7 @@ pub fn segments(costs: &[u64], limits: Segmenting) -> Vec<(u32, u32)> {
 
 /// A node's sizes as the encoding and [`work`] read them: `(n, m, k)` of a linear-algebra node,
 /// else its element count.
-fn dims(tape: &Tape<f32>, n: &TapeNode) -> (u32, u32, u32) {
+pub(crate) fn dims(tape: &Tape<f32>, n: &TapeNode) -> (u32, u32, u32) {
     if n.op.is_linalg() {
         let l = tape.linalg(n);
         (l.n, l.m, l.k)
@@ -212,7 +323,8 @@ impl Encoded {
         let mut sq = 0u32;
         let mut costs = Vec::with_capacity(tape.nodes.len());
         let (mut is_wide, mut widest) = (Vec::with_capacity(tape.nodes.len()), 0u32);
-        let mut longest = [0u64; 2];
+        let mut entries = Vec::with_capacity(tape.nodes.len());
+        let mut longest = [0u64; 3];
         for (i, n) in tape.nodes.iter().enumerate() {
             let skip = tape.skip.get(i).copied().unwrap_or(0) & (SKIP_A | SKIP_B);
             let (aux, m, k) = match n.op {
@@ -234,7 +346,19 @@ impl Encoded {
             let cost = work(n.op, aux, m, k);
             costs.push(cost);
             let it = iterations(n.op, aux, m, k);
-            longest = [longest[0].max(it[0]), longest[1].max(it[1])];
+            let entry = batched_entry(n, aux, m, k);
+            // A node-major invocation runs one element: at most one row or column of a product.
+            let one = match entry {
+                Entry::Lane => it[0],
+                Entry::Coop => it[1],
+                Entry::Node => u64::from(aux.max(m).max(k)) + 1,
+            };
+            entries.push(entry);
+            longest = [
+                longest[0].max(it[0]),
+                longest[1].max(it[1]),
+                longest[2].max(one),
+            ];
             let w = wide(n.op, aux, m, k);
             widest = widest.max(w.unwrap_or(0));
             is_wide.push(w.is_some());
@@ -251,6 +375,7 @@ impl Encoded {
             ]);
         }
         let segments = segments(&costs, limits);
+        let by_node = batched_segments(&costs, &entries, limits);
         let batched = mark_batches(&mut prog, tape, &segments);
         let serial_work = (0..costs.len())
             .filter(|&i| !is_wide[i] && !batched[i])
@@ -309,10 +434,79 @@ impl Encoded {
             outcome_base: outcome_base as u32,
             sq,
             segments,
+            batched: by_node,
             work: costs.iter().sum(),
             serial_work,
             widest,
             longest,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn node(op: Op, form: Form, (out, a, b): (u32, u32, u32), aux: u32) -> TapeNode {
+        TapeNode {
+            op,
+            form,
+            lanes: 0,
+            out,
+            a,
+            b,
+            aux,
+        }
+    }
+
+    #[test]
+    fn wide_nodes_go_node_major_unless_two_invocations_could_add_into_one_slot() {
+        let add = |(out, a, b), aux| node(Op::Add, Form::SlotSlot, (out, a, b), aux);
+        // 16 elements from disjoint operands; `(+ v v)`: each invocation adds both sides.
+        assert_eq!(batched_entry(&add((100, 0, 40), 16), 16, 0, 0), Entry::Node);
+        assert_eq!(batched_entry(&add((100, 0, 0), 16), 16, 0, 0), Entry::Node);
+        // Operands overlapping without being one tensor, or one touching the result.
+        assert_eq!(batched_entry(&add((100, 0, 8), 16), 16, 0, 0), Entry::Lane);
+        assert_eq!(
+            batched_entry(&add((100, 90, 40), 16), 16, 0, 0),
+            Entry::Lane
+        );
+        // Fewer than BATCH_FROM elements, or a constant side that covers no slots.
+        assert_eq!(batched_entry(&add((100, 0, 40), 8), 8, 0, 0), Entry::Lane);
+        let scaled = node(Op::Mul, Form::SlotConst, (100, 0, 3), 16);
+        assert_eq!(batched_entry(&scaled, 16, 0, 0), Entry::Node);
+        // `(matmul A A)` of 4 × 4: node-major; solves cooperate from 10 × 10.
+        let mm = node(Op::MatMul, Form::SlotSlot, (100, 0, 0), 0);
+        assert_eq!(batched_entry(&mm, 4, 4, 4), Entry::Node);
+        let inv = node(Op::Inv, Form::Unary, (100, 0, 0), 0);
+        assert_eq!(batched_entry(&inv, 9, 9, 9), Entry::Lane);
+        assert_eq!(batched_entry(&inv, 10, 10, 10), Entry::Coop);
+        assert_eq!(part_elements(Op::MatMul, 5, 3, 4), [15, 12, 20]);
+        assert_eq!(part_elements(Op::Outer, 5, 3, 0), [15, 3, 5]);
+    }
+
+    #[test]
+    fn batched_segments_keep_wide_nodes_alone_and_end_per_lane() {
+        let limits = Segmenting {
+            nodes: 2,
+            work: u64::MAX,
+            loop_limit: None,
+        };
+        let (l, n, c) = (Entry::Lane, Entry::Node, Entry::Coop);
+        let seg = |from, to, entry| Segment { from, to, entry };
+        let entries = [l, l, l, n, c, l];
+        let got = batched_segments(&[1; 6], &entries, limits);
+        let want = [
+            seg(0, 2, l),
+            seg(2, 3, l),
+            seg(3, 4, n),
+            seg(4, 5, c),
+            seg(5, 6, l),
+        ];
+        assert_eq!(got, want);
+        // Ending on a wide node: an empty per-lane segment checks the last guards and seeds.
+        let got = batched_segments(&[1; 2], &[l, n], limits);
+        assert_eq!(got, [seg(0, 1, l), seg(1, 2, n), seg(2, 2, l)]);
+        assert_eq!(batched_segments(&[], &[], limits), [seg(0, 0, l)]);
     }
 }

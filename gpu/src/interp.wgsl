@@ -25,8 +25,9 @@ struct Params {
     first: u32,
     last: u32,
     guard_from: u32,  // the first guard at or after node `first`
-    grid: u32,        // workgroups per row of the cooperative grid (coop.wgsl)
-    _pad1: u32,
+    grid: u32,        // workgroups per row of the cooperative grid (coop.wgsl), or rows of
+                      // the node-major grid (batched.wgsl)
+    part: u32,        // the node-major entry's part of its node (batched.wgsl)
     _pad2: u32,
 }
 

@@ -1,6 +1,6 @@
 //! Which entry of the interpreter runs a tape, and how long one dispatch may run.
 //!
-//! The interpreter has two entries over the same node code:
+//! The interpreter has three entries over the same node code:
 //!
 //! - [`Kernel::Lane`] (`main` in `interp.wgsl`): one invocation per lane. Every node of a lane
 //!   runs in one thread, so a D × D product, inverse or determinant is D³ sequential work per
@@ -12,8 +12,16 @@
 //!   work is dense linear algebra: the per-thread work drops by up to 64×, and a few thousand
 //!   lanes fill a device that keeps hundreds of thousands of threads in flight.
 //!
-//! [`Kernel::Auto`] picks by the tape's shape ([`Kernel::resolve`]). Both entries compute the
-//! same values: each element's arithmetic is the same code in the same order.
+//! - [`Kernel::Batched`] (node-major, `main_batched` in `batched.wgsl`): every wide node is a
+//!   dispatch of its own, one invocation per element per lane, as a batched library call runs
+//!   one operation over a whole batch; the nodes between run in segments of the per-lane entry
+//!   and large solves (`det`, `logdet`, `inv` from 10 × 10) in the cooperative one. Right when
+//!   lanes are many and matrices moderate: every invocation does one element's work, and reads
+//!   coalesce across lanes.
+//!
+//! [`Kernel::Auto`] picks by the tape's shape ([`Kernel::resolve`]); it does not pick the
+//! batched entry until a GPU measurement says where it wins (docs/gpu.md). Every entry
+//! computes the same values: each element's arithmetic is the same code in the same order.
 
 use crate::encode::Encoded;
 
@@ -27,6 +35,29 @@ pub enum Kernel {
     Lane,
     /// One workgroup per lane, cooperating on wide nodes.
     Cooperative,
+    /// Node-major: every wide node is a dispatch of its own over lanes × elements; the nodes
+    /// between run per lane, large solves cooperatively (see [`Entry`]).
+    Batched,
+}
+
+/// The entry one dispatch runs: a segment of the tape per lane or cooperatively, or one part
+/// of one wide node over lanes × elements (`main_batched` in `batched.wgsl`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Entry {
+    Lane,
+    Coop,
+    Node,
+}
+
+impl Entry {
+    /// The shader's entry point.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Entry::Lane => "main",
+            Entry::Coop => "main_coop",
+            Entry::Node => "main_batched",
+        }
+    }
 }
 
 /// Elements of the widest node from which [`Kernel::Auto`] cooperates: a 10 × 10 matrix. Below
@@ -35,18 +66,34 @@ pub enum Kernel {
 /// at D = 16 4× faster cooperating; the ratio grows about as D³, so they cross near D = 10.
 pub const COOPERATE_FROM: u32 = 100;
 
+/// Elements from which [`Kernel::Batched`] gives a wide node dispatches of its own (a 4 × 4
+/// matrix): each costs a launch, so a 2 × 2 product stays in its lane's segment. Not yet fitted
+/// to a measurement (docs/gpu.md).
+pub const BATCH_FROM: u32 = 16;
+
 /// Cooperating pays when the wide nodes carry most of the work: the serial remainder runs on
 /// one invocation of 64, so it must stay under 1/`SERIAL_SHARE` of the tape's work.
 pub const SERIAL_SHARE: u64 = 16;
 
 impl Kernel {
-    /// Parses `auto`, `lane` or `coop` (the GPU bench's `NDVM_GPU_KERNELS`).
+    /// Parses `auto`, `lane`, `coop` or `batched` (the GPU bench's `NDVM_GPU_KERNELS`).
     pub fn parse(s: &str) -> Option<Kernel> {
         match s {
             "auto" => Some(Kernel::Auto),
             "lane" => Some(Kernel::Lane),
             "coop" | "cooperative" => Some(Kernel::Cooperative),
+            "batched" => Some(Kernel::Batched),
             _ => None,
+        }
+    }
+
+    /// The bench's and the docs' name of the entry.
+    pub fn name(self) -> &'static str {
+        match self {
+            Kernel::Auto => "auto",
+            Kernel::Lane => "lane",
+            Kernel::Cooperative => "coop",
+            Kernel::Batched => "batched",
         }
     }
 
@@ -66,14 +113,6 @@ impl Kernel {
             }
             Kernel::Auto => Kernel::Lane,
             k => k,
-        }
-    }
-
-    /// The shader's entry point.
-    pub(crate) fn entry(self) -> &'static str {
-        match self {
-            Kernel::Cooperative => "main_coop",
-            _ => "main",
         }
     }
 }

@@ -26,8 +26,9 @@
 //!
 //! - [`device`]: finding an adapter, the pipeline, error capture (a lost device is an error).
 //! - [`encode`]: the recording as instruction words, lane-set bitmasks and constants.
-//! - [`kernel`]: the interpreter's two entries — one invocation per lane, or a workgroup
-//!   cooperating on each lane's linear algebra — and how long one dispatch may run.
+//! - [`kernel`]: the interpreter's three entries — one invocation per lane, a workgroup
+//!   cooperating on each lane's linear algebra, or node-major (each wide node a dispatch over
+//!   lanes × elements) — and how long one dispatch may run.
 //! - [`run`]: buffers per lane chunk, uploads, the dispatch, downloads, and the stage timings.
 //!
 //! Arithmetic is f32. Results agree with the CPU f32 replay within the tolerance documented in
@@ -41,6 +42,6 @@ pub mod run;
 
 pub use device::{Gpu, GpuError};
 pub use encode::{Encoded, tape_work};
-pub use kernel::{Kernel, Segmenting};
+pub use kernel::{Entry, Kernel, Segmenting};
 pub use ndvm_engine::export::Recording;
 pub use run::{DeviceRun, DeviceTape, Timings};

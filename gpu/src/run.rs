@@ -12,8 +12,8 @@
 //! between calibration steps nothing else changes. Each run reads back only the result's rows,
 //! the number inputs' gradient rows and the guard flags.
 
-use crate::encode::Encoded;
-use crate::{Gpu, GpuError, Kernel};
+use crate::encode::{Encoded, Segment, part_elements};
+use crate::{Entry, Gpu, GpuError, Kernel};
 use ndvm_engine::export::Recording;
 use ndvm_engine::tape::GuardKind;
 use std::time::{Duration, Instant};
@@ -44,9 +44,12 @@ struct Params {
     first: u32,
     last: u32,
     guard_from: u32,
-    /// Workgroups per row of the cooperative entry's grid (lane = y · grid + x).
+    /// Workgroups per row of the cooperative entry's grid (lane = y · grid + x), or the rows
+    /// of a node-major dispatch (its elements' stride).
     grid: u32,
-    pad: [u32; 2],
+    /// The node-major entry's part of its node: 0 forward, 1 backward into `a`, 2 into `b`.
+    part: u32,
+    pad: u32,
 }
 
 /// Wall time of the last run's three parts.
@@ -96,10 +99,20 @@ struct Chunk {
     /// Its buffers ([`DeviceTape::buffers`]).
     buf: usize,
     readback: wgpu::Buffer,
-    /// One bind group per dispatch (its own parameters): the forward segments in order, then
-    /// the backward segments in reverse order.
-    forward: Vec<wgpu::BindGroup>,
-    backward: Vec<wgpu::BindGroup>,
+    /// The forward dispatches in order, then the backward ones (segments in reverse order).
+    forward: Vec<Dispatch>,
+    backward: Vec<Dispatch>,
+    /// Every dispatch's bindings, its parameters at the dispatch's offset.
+    bind: wgpu::BindGroup,
+}
+
+/// One dispatch: its entry, where its parameters sit in the chunk's parameter buffer, and its
+/// grid of workgroups.
+#[derive(Debug)]
+struct Dispatch {
+    entry: Entry,
+    offset: u32,
+    grid: (u32, u32),
 }
 
 /// A recording uploaded to the device, ready to run for new inputs.
@@ -163,8 +176,16 @@ impl Gpu {
             return Err(GpuError::Lost(e));
         }
         let enc = Encoded::new(rec, self.segmenting)?;
+        let kernel = match kernel {
+            Kernel::Auto => self.prefer,
+            k => k,
+        };
         let kernel = kernel.resolve(&enc, self.is_software());
-        let longest = enc.longest[usize::from(kernel == Kernel::Cooperative)];
+        let longest = enc.longest[match kernel {
+            Kernel::Cooperative => 1,
+            Kernel::Batched => 2,
+            _ => 0,
+        }];
         if let Some(limit) = self.segmenting.loop_limit.filter(|&l| longest > l) {
             return Err(GpuError::Unsupported(format!(
                 "a node runs {longest} loop iterations in one invocation, more than this adapter \
@@ -244,7 +265,7 @@ impl Gpu {
             }
             let buf = buffers.len() - 1;
             let c = self.chunk(
-                &enc,
+                (&enc, kernel),
                 rec,
                 (at, w, lanes),
                 (&prog, &bits),
@@ -306,7 +327,7 @@ impl Gpu {
     /// A chunk of `width` lanes from `offset` (of `lanes`) running in `b`.
     fn chunk(
         &self,
-        enc: &Encoded,
+        (enc, kernel): (&Encoded, Kernel),
         rec: &Recording<'_, f32>,
         (offset, width, lanes): (usize, usize, usize),
         (prog, bits): (&wgpu::Buffer, &wgpu::Buffer),
@@ -333,7 +354,8 @@ impl Gpu {
             last: 0,
             guard_from: 0,
             grid: self.coop_grid(width).0 as u32,
-            pad: [0; 2],
+            part: 0,
+            pad: 0,
         };
         let d = &self.device;
         let readback = d.create_buffer(&wgpu::BufferDescriptor {
@@ -342,36 +364,97 @@ impl Gpu {
             usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
             mapped_at_creation: false,
         });
-        let bind = |phase: u32, (from, to): (u32, u32)| {
-            let guard_from = rec.tape.guards.partition_point(|g| g.pos < from) as u32;
-            let params = Params {
-                phase,
-                first: from,
-                last: to,
-                guard_from,
+        let rows = width.div_ceil(WORKGROUP) as u32;
+        let dim = self.limits.max_compute_workgroups_per_dimension;
+        // Each dispatch's parameters, at a multiple of the device's uniform offset alignment.
+        let stride = std::mem::size_of::<Params>()
+            .next_multiple_of(self.limits.min_uniform_buffer_offset_alignment as usize);
+        let mut params: Vec<u8> = Vec::new();
+        // One dispatch of `segment`'s `part` (0 the forward; a per-lane or cooperative
+        // segment's backward is part 1), or none where a node-major part has no elements.
+        let mut dispatch = |s: Segment, part: u32| -> Option<Dispatch> {
+            let (grid, rows_of) = match s.entry {
+                Entry::Lane => ((rows, 1), base.grid),
+                Entry::Coop => {
+                    let (x, y) = self.coop_grid(width);
+                    ((x as u32, y as u32), base.grid)
+                }
+                Entry::Node => {
+                    let n = &rec.tape.nodes[s.from as usize];
+                    let (aux, m, k) = crate::encode::dims(rec.tape, n);
+                    let count = part_elements(n.op, aux, m, k)[part as usize];
+                    if count == 0 {
+                        return None;
+                    }
+                    let y = count.min(dim);
+                    ((rows, y), y)
+                }
+            };
+            let p = Params {
+                phase: u32::from(part > 0),
+                part,
+                first: s.from,
+                last: s.to,
+                guard_from: rec.tape.guards.partition_point(|g| g.pos < s.from) as u32,
+                grid: rows_of,
                 ..base
             };
-            let params = d.create_buffer_init(&wgpu::util::BufferInitDescriptor {
-                label: Some("ndvm segment"),
-                contents: bytemuck::bytes_of(&params),
-                usage: wgpu::BufferUsages::UNIFORM,
-            });
-            d.create_bind_group(&wgpu::BindGroupDescriptor {
-                label: Some("ndvm segment"),
-                layout: &self.layout,
-                entries: &[
-                    entry(0, &params),
-                    entry(1, prog),
-                    entry(2, bits),
-                    entry(3, &b.x),
-                    entry(4, &b.g),
-                    entry(5, &b._scratch),
-                    entry(6, &b.flags),
-                ],
+            let offset = params.len() as u32;
+            params.extend_from_slice(bytemuck::bytes_of(&p));
+            params.resize(params.len().next_multiple_of(stride), 0);
+            Some(Dispatch {
+                entry: s.entry,
+                offset,
+                grid,
             })
         };
-        let forward = enc.segments.iter().map(|&s| bind(0, s)).collect();
-        let backward = enc.segments.iter().rev().map(|&s| bind(1, s)).collect();
+        let segments: Vec<Segment> = match kernel {
+            Kernel::Batched => enc.batched.clone(),
+            _ => {
+                let entry = if kernel == Kernel::Cooperative {
+                    Entry::Coop
+                } else {
+                    Entry::Lane
+                };
+                let seg = |&(from, to): &(u32, u32)| Segment { from, to, entry };
+                enc.segments.iter().map(seg).collect()
+            }
+        };
+        let forward = segments.iter().filter_map(|&s| dispatch(s, 0)).collect();
+        // Backward: the segments in reverse; a node-major node's part into `a`, then into `b`.
+        let mut backward = Vec::new();
+        for &s in segments.iter().rev() {
+            backward.extend(dispatch(s, 1));
+            if s.entry == Entry::Node {
+                backward.extend(dispatch(s, 2));
+            }
+        }
+        let params = d.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+            label: Some("ndvm dispatch parameters"),
+            contents: &params,
+            usage: wgpu::BufferUsages::UNIFORM,
+        });
+        let uniform = wgpu::BindGroupEntry {
+            binding: 0,
+            resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+                buffer: &params,
+                offset: 0,
+                size: wgpu::BufferSize::new(std::mem::size_of::<Params>() as u64),
+            }),
+        };
+        let bind = d.create_bind_group(&wgpu::BindGroupDescriptor {
+            label: Some("ndvm chunk"),
+            layout: &self.layout,
+            entries: &[
+                uniform,
+                entry(1, prog),
+                entry(2, bits),
+                entry(3, &b.x),
+                entry(4, &b.g),
+                entry(5, &b._scratch),
+                entry(6, &b.flags),
+            ],
+        });
         Chunk {
             offset,
             width,
@@ -379,6 +462,7 @@ impl Gpu {
             readback,
             forward,
             backward,
+            bind,
         }
     }
 }
@@ -486,18 +570,15 @@ impl DeviceTape {
             encoder.clear_buffer(&b.flags, 0, None);
             {
                 let mut pass = encoder.begin_compute_pass(&Default::default());
-                let (x, y) = match self.kernel {
-                    Kernel::Cooperative => gpu.coop_grid(c.width),
-                    _ => (c.width.div_ceil(WORKGROUP), 1),
-                };
-                pass.set_pipeline(match self.kernel {
-                    Kernel::Cooperative => &gpu.coop,
-                    _ => &gpu.pipeline,
-                });
                 let backward = if grad { &c.backward[..] } else { &[] };
-                for bind in c.forward.iter().chain(backward) {
-                    pass.set_bind_group(0, bind, &[]);
-                    pass.dispatch_workgroups(x as u32, y as u32, 1);
+                let mut current = None;
+                for d in c.forward.iter().chain(backward) {
+                    if current != Some(d.entry) {
+                        pass.set_pipeline(gpu.pipeline_of(d.entry));
+                        current = Some(d.entry);
+                    }
+                    pass.set_bind_group(0, &c.bind, &[d.offset]);
+                    pass.dispatch_workgroups(d.grid.0, d.grid.1, 1);
                 }
             }
             let w = (c.width * 4) as u64;

@@ -8,7 +8,7 @@ mod support;
 
 use common::*;
 use ndvm_engine::prelude::*;
-use ndvm_gpu::{Kernel, Segmenting};
+use ndvm_gpu::{Entry, Kernel, Segmenting};
 use support::*;
 
 #[test]
@@ -98,6 +98,7 @@ fn linear_algebra_at_n_1_to_24() {
             "(dot (matvec m v) (normalize (scale s v)))",
             "(vsum (matvec (outer v v) (scale s v)))",
             "(norm (matvec (scale s m) v))",
+            "(let ((a (scale s m))) (trace (matmul a (transpose (matmul a a)))))",
         ] {
             let mut b = Bindings::<f32>::new();
             b.lanes("s", (0..lanes).map(|l| 0.8 + 0.01 * l as f32).collect());
@@ -296,6 +297,7 @@ fn both_entries_compute_the_same_bits() {
         tape.run(&gpu, &rec, true).expect("runs")
     };
     let (lane, coop) = (run(Kernel::Lane), run(Kernel::Cooperative));
+    let batched = run(Kernel::Batched);
     let bits = |r: &ndvm_gpu::DeviceRun| -> Vec<u32> {
         r.result
             .iter()
@@ -303,8 +305,9 @@ fn both_entries_compute_the_same_bits() {
             .map(|x| x.to_bits())
             .collect()
     };
-    assert!(lane.failed.is_empty() && coop.failed.is_empty());
+    assert!(lane.failed.is_empty() && coop.failed.is_empty() && batched.failed.is_empty());
     assert_eq!(bits(&lane), bits(&coop));
+    assert_eq!(bits(&lane), bits(&batched));
     // `auto`: the filter's tape is dense linear algebra apart from `scale`'s one multiply per
     // element, which runs as runs of independent nodes. At D = 8 (64 elements, under
     // `COOPERATE_FROM`) one invocation per lane was measured 2× faster on an H200, so it keeps
@@ -318,6 +321,20 @@ fn both_entries_compute_the_same_bits() {
         enc.work
     );
     assert_eq!(ndvm_gpu::tape_work(&rec), enc.work);
+    // Node-major: the segments cover the tape in order, each wide node alone in a dispatch of
+    // its own (the filter's products, transposes and sums: none is a solve of 10 × 10 or more
+    // at D = 8), and a per-lane segment ends the tape.
+    let segs = &enc.batched;
+    assert_eq!(segs[0].from, 0);
+    assert!(segs.windows(2).all(|w| w[0].to == w[1].from));
+    assert_eq!(
+        segs.last().map(|s| (s.to, s.entry)),
+        Some((enc.nodes, Entry::Lane))
+    );
+    let alone = segs.iter().filter(|s| s.entry == Entry::Node);
+    assert!(alone.clone().all(|s| s.to == s.from + 1));
+    assert!(alone.count() >= 6 * 4, "a few wide nodes a step");
+    assert!(segs.iter().all(|s| s.entry != Entry::Coop));
     assert_eq!(Kernel::Auto.resolve(&enc, false), Kernel::Lane);
     assert_eq!(Kernel::Auto.resolve(&enc, true), Kernel::Lane);
     assert_eq!(gpu.upload(&rec).expect("uploads").kernel(), Kernel::Lane);
@@ -372,14 +389,10 @@ fn a_node_longer_than_the_driver_runs_stays_on_the_cpu() {
         gpu_matches_cpu_with(&gpu, src, &program, (&b, &b), usize::MAX, Kernel::Lane)
             .expect("runs");
     }
-    let seen = gpu_matches_cpu_with(
-        &gpu,
-        src,
-        &program,
-        (&b, &b),
-        usize::MAX,
-        Kernel::Cooperative,
-    )
-    .expect("runs");
-    assert_eq!(seen.values, 4);
+    // Node-major, each invocation runs one element: 40 multiply-adds.
+    for kernel in [Kernel::Cooperative, Kernel::Batched] {
+        let seen =
+            gpu_matches_cpu_with(&gpu, src, &program, (&b, &b), usize::MAX, kernel).expect("runs");
+        assert_eq!(seen.values, 4);
+    }
 }

@@ -44,7 +44,8 @@ pub struct Seen {
 }
 
 /// [`gpu_matches_cpu_with`] under each interpreter entry (one invocation per lane, a
-/// workgroup per lane): both must agree with the CPU. Returns what the per-lane entry saw.
+/// workgroup per lane, node-major): all must agree with the CPU and see the same lanes and
+/// values. Returns what the per-lane entry saw.
 pub fn gpu_matches_cpu(
     gpu: &Gpu,
     what: &str,
@@ -52,21 +53,16 @@ pub fn gpu_matches_cpu(
     bindings: (&Bindings<f32>, &Bindings<f32>),
     max_width: usize,
 ) -> Option<Seen> {
-    let coop = format!("{what} [cooperative]");
     let seen = gpu_matches_cpu_with(gpu, what, program, bindings, max_width, Kernel::Lane);
-    let other = gpu_matches_cpu_with(
-        gpu,
-        &coop,
-        program,
-        bindings,
-        max_width,
-        Kernel::Cooperative,
-    );
-    assert_eq!(
-        seen.map(|s| (s.failed, s.values)),
-        other.map(|s| (s.failed, s.values)),
-        "{coop}"
-    );
+    for kernel in [Kernel::Cooperative, Kernel::Batched] {
+        let label = format!("{what} [{}]", kernel.name());
+        let other = gpu_matches_cpu_with(gpu, &label, program, bindings, max_width, kernel);
+        assert_eq!(
+            seen.map(|s| (s.failed, s.values)),
+            other.map(|s| (s.failed, s.values)),
+            "{label}"
+        );
+    }
     seen
 }
 
