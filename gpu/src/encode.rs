@@ -14,7 +14,7 @@
 //! [`GpuError::Unsupported`] and stays on the CPU.
 
 use crate::GpuError;
-use crate::kernel::{BATCH_FROM, COOPERATE_FROM, Entry, Segmenting};
+use crate::kernel::{BATCH_FROM, Entry, Segmenting};
 use ndvm_engine::export::Recording;
 use ndvm_engine::prims::scalar::Op;
 use ndvm_engine::tape::{Check, Form, SKIP_A, SKIP_B, Tape, TapeNode};
@@ -135,13 +135,13 @@ pub fn part_elements(op: Op, aux: u32, m: u32, k: u32) -> [u32; 3] {
 
 /// Which entry runs a node under [`crate::Kernel::Batched`]: a wide node of at least
 /// [`BATCH_FROM`] elements gets node-major dispatches of its own when no two invocations can
-/// add into one slot — its operands are
-/// one tensor or disjoint, and neither touches its result (else it stays per lane); `det`,
-/// `logdet` and `inv` from [`COOPERATE_FROM`] elements solve cooperatively; the rest run per
-/// lane.
+/// add into one slot — its operands are one tensor or disjoint, and neither touches its result
+/// (else it stays per lane); `det`, `logdet` and `inv` above 3 × 3 solve cooperatively (a
+/// workgroup spreads each elimination step over the matrix, in workgroup memory); the rest —
+/// scalar nodes, small tensors, the closed-form solves — run per lane.
 fn batched_entry(n: &TapeNode, aux: u32, m: u32, k: u32) -> Entry {
     match n.op {
-        Op::Det | Op::LogDet | Op::Inv if aux > 3 && aux * aux >= COOPERATE_FROM => Entry::Coop,
+        Op::Det | Op::LogDet | Op::Inv if aux > 3 => Entry::Coop,
         Op::Det | Op::LogDet | Op::Inv => Entry::Lane,
         op if wide(op, aux, m, k).is_none_or(|w| w < BATCH_FROM) => Entry::Lane,
         op => {
@@ -475,12 +475,12 @@ mod tests {
         assert_eq!(batched_entry(&add((100, 0, 40), 8), 8, 0, 0), Entry::Lane);
         let scaled = node(Op::Mul, Form::SlotConst, (100, 0, 3), 16);
         assert_eq!(batched_entry(&scaled, 16, 0, 0), Entry::Node);
-        // `(matmul A A)` of 4 × 4: node-major; solves cooperate from 10 × 10.
+        // `(matmul A A)` of 4 × 4: node-major; solves above 3 × 3 cooperate.
         let mm = node(Op::MatMul, Form::SlotSlot, (100, 0, 0), 0);
         assert_eq!(batched_entry(&mm, 4, 4, 4), Entry::Node);
         let inv = node(Op::Inv, Form::Unary, (100, 0, 0), 0);
-        assert_eq!(batched_entry(&inv, 9, 9, 9), Entry::Lane);
-        assert_eq!(batched_entry(&inv, 10, 10, 10), Entry::Coop);
+        assert_eq!(batched_entry(&inv, 3, 3, 3), Entry::Lane);
+        assert_eq!(batched_entry(&inv, 4, 4, 4), Entry::Coop);
         assert_eq!(part_elements(Op::MatMul, 5, 3, 4), [15, 12, 20]);
         assert_eq!(part_elements(Op::Outer, 5, 3, 0), [15, 3, 5]);
     }

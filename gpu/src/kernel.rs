@@ -15,7 +15,7 @@
 //! - [`Kernel::Batched`] (node-major, `main_batched` in `batched.wgsl`): every wide node is a
 //!   dispatch of its own, one invocation per element per lane, as a batched library call runs
 //!   one operation over a whole batch; the nodes between run in segments of the per-lane entry
-//!   and large solves (`det`, `logdet`, `inv` from 10 × 10) in the cooperative one. Right when
+//!   and solves (`det`, `logdet`, `inv` above 3 × 3) in the cooperative one. Right when
 //!   lanes are many and matrices moderate: every invocation does one element's work, and reads
 //!   coalesce across lanes.
 //!
@@ -36,7 +36,7 @@ pub enum Kernel {
     /// One workgroup per lane, cooperating on wide nodes.
     Cooperative,
     /// Node-major: every wide node is a dispatch of its own over lanes × elements; the nodes
-    /// between run per lane, large solves cooperatively (see [`Entry`]).
+    /// between run per lane, solves above 3 × 3 cooperatively (see [`Entry`]).
     Batched,
 }
 

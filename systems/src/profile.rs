@@ -100,11 +100,41 @@ pub struct DeviceTimes {
     /// Lane-group runs on the device, and the lanes they computed.
     pub runs: u64,
     pub lanes: u64,
-    /// Tapes uploaded (instructions and leaf rows: once per walk).
+    /// Tapes uploaded (instructions and leaf rows: once per walk), and how many of them ran
+    /// each interpreter entry (docs/gpu.md, "The interpreter").
     pub uploads: u64,
+    pub entries: Entries,
     pub upload_s: f64,
     pub kernel_s: f64,
     pub download_s: f64,
+}
+
+/// Uploaded tapes by the interpreter entry they run with.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Entries {
+    /// One invocation per lane.
+    pub lane: u64,
+    /// A workgroup per lane.
+    pub coop: u64,
+    /// Node-major: each wide node one dispatch over lanes × elements.
+    pub batched: u64,
+}
+
+impl Entries {
+    /// `lane 3, batched 1`: the entries that ran, for the profile's GPU line.
+    fn describe(&self) -> String {
+        let all = [
+            ("lane", self.lane),
+            ("coop", self.coop),
+            ("batched", self.batched),
+        ];
+        let ran: Vec<String> = all
+            .iter()
+            .filter(|(_, n)| *n > 0)
+            .map(|(name, n)| format!("{name} {n}"))
+            .collect();
+        ran.join(", ")
+    }
 }
 
 impl std::ops::AddAssign for Counters {
@@ -327,11 +357,12 @@ impl ProfileReport {
         let d = &self.device;
         if let Some(adapter) = &self.used.adapter {
             out += &format!(
-                "\ngpu ({adapter}): runs {}  lanes {}  uploads {}  upload {:.3} ms  kernel {:.3} ms  \
-                 download {:.3} ms\n",
+                "\ngpu ({adapter}): runs {}  lanes {}  uploads {} ({})  upload {:.3} ms  \
+                 kernel {:.3} ms  download {:.3} ms\n",
                 d.runs,
                 d.lanes,
                 d.uploads,
+                d.entries.describe(),
                 ms(d.upload_s),
                 ms(d.kernel_s),
                 ms(d.download_s)

@@ -55,6 +55,8 @@ fn a_gpu_fit_agrees_with_the_cpu_fit() {
         gpu_profile.device
     );
     assert_eq!(gpu_profile.device.uploads, 1);
+    // A 2-D filter: one invocation per lane on any adapter (docs/gpu.md, "The interpreter").
+    assert_eq!(gpu_profile.device.entries.lane, 1);
     assert_eq!(gpu_profile.counters.walks, cpu_profile.counters.walks);
     assert_eq!(
         (gpu_profile.counters.lanes, cpu_profile.counters.lanes),

@@ -14,7 +14,7 @@ use crate::stages::walk::{bind, update_params};
 use ndvm_bytecode::Executable;
 use ndvm_components::prelude::*;
 use ndvm_engine::prelude::*;
-use ndvm_gpu::{DeviceRun, DeviceTape, Gpu, GpuError};
+use ndvm_gpu::{DeviceRun, DeviceTape, Gpu, GpuError, Kernel};
 
 /// A tape on the device and what it runs for.
 #[derive(Debug)]
@@ -86,7 +86,15 @@ pub(super) fn run(
                     .and_then(|()| upload_one(gpu, auto, m, group, walk))
             };
             match uploaded {
-                Ok(d) => m.device = Some(d),
+                Ok(d) => {
+                    let entries = &mut profile.device.entries;
+                    *match d.tape.kernel() {
+                        Kernel::Cooperative => &mut entries.coop,
+                        Kernel::Batched => &mut entries.batched,
+                        _ => &mut entries.lane,
+                    } += 1;
+                    m.device = Some(d);
+                }
                 Err(v) => return v,
             }
             profile.device.uploads += 1;
