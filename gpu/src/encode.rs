@@ -41,7 +41,9 @@ pub struct Encoded {
     /// The tape as [`crate::Kernel::Batched`] runs it: each wide node alone with the entry
     /// that runs it, the nodes between in per-lane segments within the [`Segmenting`]; the
     /// last segment is always a per-lane one (it checks the guards after the last node and
-    /// seeds the backward pass), empty where the tape ends with a wide node.
+    /// seeds the backward pass), empty where the tape ends with a wide node. A cooperative
+    /// solve ending the tape does both too, which is harmless: the checks only set flags, and
+    /// seeding writes 1 to rows nothing has added to yet.
     pub batched: Vec<Segment>,
     /// The tape's work per lane (multiply-adds, roughly), and the part of it the cooperative
     /// entry runs on one invocation (neither in a wide node nor in a run of independent nodes).
@@ -131,6 +133,26 @@ pub fn part_elements(op: Op, aux: u32, m: u32, k: u32) -> [u32; 3] {
         Op::MatMul => [m * n, m * k, k * n],
         _ => [n.max(1), n.max(1), 0],
     }
+}
+
+/// Loop iterations one node-major invocation runs, in the longest of a wide node's parts: its
+/// elements beyond the grid's rows (at most 65,535, a dimension's limit) each with the part's
+/// inner loop (a row or column of a product).
+fn node_iterations(op: Op, aux: u32, m: u32, k: u32) -> u64 {
+    let inner = match op {
+        Op::MatMul => [k, aux, m],
+        Op::MatVec => [k, 1, m],
+        Op::Outer => [1, aux, m],
+        _ => [1, 1, 1],
+    };
+    let parts = part_elements(op, aux, m, k).into_iter().zip(inner);
+    parts
+        .map(|(count, inner)| {
+            let count = u64::from(count);
+            count.div_ceil(count.clamp(1, 65_535)) * (u64::from(inner) + 1)
+        })
+        .max()
+        .unwrap_or(1)
 }
 
 /// Which entry runs a node under [`crate::Kernel::Batched`]: a wide node of at least
@@ -351,7 +373,7 @@ impl Encoded {
             let one = match entry {
                 Entry::Lane => it[0],
                 Entry::Coop => it[1],
-                Entry::Node => u64::from(aux.max(m).max(k)) + 1,
+                Entry::Node => node_iterations(n.op, aux, m, k),
             };
             entries.push(entry);
             longest = [
@@ -483,6 +505,9 @@ mod tests {
         assert_eq!(batched_entry(&inv, 4, 4, 4), Entry::Coop);
         assert_eq!(part_elements(Op::MatMul, 5, 3, 4), [15, 12, 20]);
         assert_eq!(part_elements(Op::Outer, 5, 3, 0), [15, 3, 5]);
+        // A 40 × 40 product: 41 iterations; a 2,000 × 2,000 one loops over 62 rows of 2,001.
+        assert_eq!(node_iterations(Op::MatMul, 40, 40, 40), 41);
+        assert_eq!(node_iterations(Op::MatMul, 2000, 2000, 2000), 62 * 2001);
     }
 
     #[test]

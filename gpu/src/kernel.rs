@@ -12,8 +12,10 @@
 //!   work is dense linear algebra: the per-thread work drops by up to 64×, and a few thousand
 //!   lanes fill a device that keeps hundreds of thousands of threads in flight.
 //!
-//! - [`Kernel::Batched`] (node-major, `main_batched` in `batched.wgsl`): every wide node is a
-//!   dispatch of its own, one invocation per element per lane, as a batched library call runs
+//! - [`Kernel::Batched`] (node-major, `main_batched` in `batched.wgsl`): every wide node of at
+//!   least [`BATCH_FROM`] elements whose operands cannot collide (`encode.rs`) is a dispatch of
+//!   its own, one invocation per element per lane (looping where a part has more elements than
+//!   a grid dimension holds), as a batched library call runs
 //!   one operation over a whole batch; the nodes between run in segments of the per-lane entry
 //!   and solves (`det`, `logdet`, `inv` above 3 × 3) in the cooperative one. Right when
 //!   lanes are many and matrices moderate: every invocation does one element's work, and reads

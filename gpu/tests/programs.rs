@@ -139,16 +139,11 @@ fn a_matmul_too_wide_for_workgroup_memory() {
     b.matrix("b", k, m, (0..k * m).map(|e| entry(7, e)).collect());
     let src = "(trace (matmul (scale s a) (scale s b)))";
     let program = Program::new(src, &b.names()).expect("decodes");
-    let seen = gpu_matches_cpu_with(
-        &gpu,
-        src,
-        &program,
-        (&b, &b),
-        usize::MAX,
-        Kernel::Cooperative,
-    )
-    .expect("runs");
-    assert_eq!(seen.values, lanes * 2);
+    for kernel in [Kernel::Cooperative, Kernel::Batched] {
+        let seen =
+            gpu_matches_cpu_with(&gpu, src, &program, (&b, &b), usize::MAX, kernel).expect("runs");
+        assert_eq!(seen.values, lanes * 2);
+    }
 }
 
 #[test]
