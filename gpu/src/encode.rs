@@ -369,7 +369,7 @@ impl Encoded {
             costs.push(cost);
             let it = iterations(n.op, aux, m, k);
             let entry = batched_entry(n, aux, m, k);
-            // A node-major invocation runs one element: at most one row or column of a product.
+            // The iterations of one invocation under the entry that runs this node.
             let one = match entry {
                 Entry::Lane => it[0],
                 Entry::Coop => it[1],
