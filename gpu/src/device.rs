@@ -53,6 +53,24 @@ pub struct Gpu {
     lost: Arc<Mutex<Option<String>>>,
 }
 
+/// An adapter as [`Gpu::probe`] finds it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Adapter {
+    /// E.g. "NVIDIA H100 80GB HBM3 (Vulkan)".
+    pub name: String,
+    /// A CPU emulating a GPU (Mesa's lavapipe): correct, never fast.
+    pub software: bool,
+}
+
+impl Adapter {
+    fn of(info: &wgpu::AdapterInfo) -> Adapter {
+        Adapter {
+            name: format!("{} ({:?})", info.name, info.backend),
+            software: info.device_type == wgpu::DeviceType::Cpu,
+        }
+    }
+}
+
 /// `NDVM_GPU_KERNEL` (see [`Gpu::prefer`]); a value it does not name is ignored, with a
 /// warning on stderr.
 fn preferred_kernel() -> Kernel {
@@ -160,6 +178,19 @@ impl Gpu {
     pub fn shared() -> Result<Arc<Gpu>, GpuError> {
         static GPU: OnceLock<Result<Arc<Gpu>, GpuError>> = OnceLock::new();
         GPU.get_or_init(|| Gpu::new().map(Arc::new)).clone()
+    }
+
+    /// The adapter [`Gpu::shared`] would open, found without opening it (no device, no
+    /// compiled interpreter): what `auto` looks at before any work says the device would win.
+    /// Found once per process.
+    pub fn probe() -> Result<Adapter, GpuError> {
+        static PROBE: OnceLock<Result<Adapter, GpuError>> = OnceLock::new();
+        PROBE
+            .get_or_init(|| {
+                let adapter = quiet_loader(|| pollster::block_on(Self::adapter()))?;
+                Ok(Adapter::of(&adapter.get_info()))
+            })
+            .clone()
     }
 
     /// The best adapter: a discrete GPU first.
@@ -297,12 +328,12 @@ impl Gpu {
 
     /// The adapter, e.g. "NVIDIA H100 80GB HBM3 (Vulkan)".
     pub fn describe(&self) -> String {
-        format!("{} ({:?})", self.info.name, self.info.backend)
+        Adapter::of(&self.info).name
     }
 
     /// Whether the adapter is a CPU emulating a GPU (Mesa's lavapipe): correct, never fast.
     pub fn is_software(&self) -> bool {
-        self.info.device_type == wgpu::DeviceType::Cpu
+        Adapter::of(&self.info).software
     }
 
     /// The most bytes one tape's lanes keep on the device at once (`NDVM_GPU_MEMORY_MB`, else

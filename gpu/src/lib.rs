@@ -40,7 +40,7 @@ pub mod encode;
 pub mod kernel;
 pub mod run;
 
-pub use device::{Gpu, GpuError};
+pub use device::{Adapter, Gpu, GpuError};
 pub use encode::{Encoded, tape_work};
 pub use kernel::{Entry, Kernel, Segmenting};
 pub use ndvm_engine::export::Recording;

@@ -57,6 +57,10 @@ pub struct FitOptions {
     pub engine: Engine,
     /// The evaluator's precision (default: the scene's `precision`, else f64).
     pub precision: Option<Precision>,
+    /// What `device: Auto` decides with (default: fitted to an H200 beside 16 Xeon cores;
+    /// docs/gpu.md).
+    #[cfg(feature = "gpu")]
+    pub cost_model: stages::gpu::CostModel,
 }
 
 /// Progress after a step, for progress bars.
@@ -87,6 +91,8 @@ pub struct Fit {
     /// Candidates ever added, and the most steps any of them takes (bounding [`Fit::run`]).
     admitted: usize,
     max_steps: u64,
+    /// Candidates are admitted piped (`stages::pipeline::Piped`).
+    piped: bool,
     /// What was skipped while building the population (malformed stream lines), and a
     /// software GPU adapter taken for `device: Gpu`.
     warnings: Vec<String>,
@@ -173,26 +179,33 @@ impl Fit {
         };
         #[cfg_attr(not(feature = "gpu"), allow(unused_mut))]
         let mut warnings = Vec::new();
+        // Whether a device serves (or, under `Auto`, may serve) some candidates: those step at
+        // the GPU stage's pace, a step per schedule run.
+        #[cfg(not(feature = "gpu"))]
+        let device_in_use = false;
         #[cfg(feature = "gpu")]
-        {
+        let device_in_use = {
             let widest = members.iter().map(|m| m.spec.lanes()).max().unwrap_or(0);
-            let ctx = stages::gpu::open(device, precision, widest).map_err(FitError::Device)?;
+            let ctx = stages::gpu::open(device, precision, widest, options.cost_model)
+                .map_err(FitError::Device)?;
             if let Some(gpu) = &ctx.gpu {
-                // The GPU stage replays groups a step at a time.
-                world.resource_mut::<FitSettings>().steps_per_pass = 1;
                 let used = crate::device::DeviceUsed::gpu(gpu.describe(), gpu.is_software());
                 // `Auto` never takes a software adapter; `Gpu` does, and is told.
                 warnings.extend(used.software_warning());
-                world.resource_mut::<Profile>().used = used;
-                if !world.resource::<FitSettings>().walk_every_step {
-                    world.insert_resource(DeviceWidth(Some(stages::gpu::GPU_LANES_PER_GROUP)));
-                }
+                let mut profile = world.resource_mut::<Profile>();
+                profile.used = used;
+                profile.device.open_s = ctx.open_s;
+            }
+            let in_use = ctx.in_use();
+            if in_use && !world.resource::<FitSettings>().walk_every_step {
+                world.insert_resource(DeviceWidth(Some(stages::gpu::GPU_LANES_PER_GROUP)));
             }
             world.insert_resource(ctx);
             if precision == Precision::F32 {
                 schedule.add_systems(stages::gpu::gpu.in_set(Stage::Gpu));
             }
-        }
+            in_use
+        };
         #[cfg(not(feature = "gpu"))]
         if device == ndvm_components::scene::Device::Gpu {
             return Err(FitError::Device(
@@ -203,6 +216,11 @@ impl Fit {
             // A plugin's systems expect to see every step.
             world.resource_mut::<FitSettings>().steps_per_pass = 1;
         }
+        // Who steps whom (stages::pipeline::Piped): a CPU fit pipes every candidate it admits;
+        // with a device in use, only those the device leaves on the CPU are piped.
+        let pipelined = world.resource::<FitSettings>().pipelined();
+        let piped = pipelined && !device_in_use;
+        world.insert_resource(stages::pipeline::Stepped(!piped));
         options.engine.extend(&mut schedule);
         let mut fit = Fit {
             world,
@@ -211,6 +229,7 @@ impl Fit {
             total: 0,
             admitted: 0,
             max_steps: 0,
+            piped,
             warnings,
         };
         fit.admit(members);
@@ -224,7 +243,7 @@ impl Fit {
             self.max_steps = self.max_steps.max(u64::from(m.spec.steps));
             self.admitted += 1;
             self.total += 1;
-            self.world.spawn((
+            let candidate = (
                 m.candidate,
                 m.spec,
                 m.start,
@@ -232,7 +251,13 @@ impl Fit {
                 Groups::default(),
                 OptimizerState::default(),
                 History::default(),
-            ));
+            );
+            // Spawned with its marker: inserting it later would move it between tables.
+            if self.piped {
+                self.world.spawn((candidate, stages::pipeline::Piped));
+            } else {
+                self.world.spawn(candidate);
+            }
         }
     }
 
@@ -465,20 +490,20 @@ pub fn stage_schedule<R: Real>() -> Schedule {
         stages::schedule::schedule::<R>.in_set(Stage::Schedule),
         stages::replay::replay::<R>
             .in_set(Stage::Replay)
-            .run_if(stages::pipeline::stepwise),
+            .run_if(stages::pipeline::stepped),
         stages::walk::walk::<R>
             .in_set(Stage::Walk)
-            .run_if(stages::pipeline::stepwise),
+            .run_if(stages::pipeline::stepped),
         stages::backward::backward::<R>
             .in_set(Stage::Backward)
-            .run_if(stages::pipeline::stepwise),
+            .run_if(stages::pipeline::stepped),
         stages::optimize::optimize
             .in_set(Stage::Optimize)
-            .run_if(stages::pipeline::stepwise),
+            .run_if(stages::pipeline::stepped),
         stages::pipeline::pipeline::<R>
             .in_set(Stage::Optimize)
             .after(stages::optimize::optimize)
-            .run_if(not(stages::pipeline::stepwise)),
+            .run_if(stages::pipeline::pipelined),
     ));
     schedule
 }

@@ -104,6 +104,9 @@ pub struct DeviceTimes {
     /// each interpreter entry (docs/gpu.md, "The interpreter").
     pub uploads: u64,
     pub entries: Entries,
+    /// Opening the device (its interpreter compiled): once per process, when the first fit
+    /// that uses it does.
+    pub open_s: f64,
     pub upload_s: f64,
     pub kernel_s: f64,
     pub download_s: f64,
@@ -357,12 +360,13 @@ impl ProfileReport {
         let d = &self.device;
         if let Some(adapter) = &self.used.adapter {
             out += &format!(
-                "\ngpu ({adapter}): runs {}  lanes {}  uploads {} ({})  upload {:.3} ms  \
-                 kernel {:.3} ms  download {:.3} ms\n",
+                "\ngpu ({adapter}): runs {}  lanes {}  uploads {} ({})  open {:.3} ms  \
+                 upload {:.3} ms  kernel {:.3} ms  download {:.3} ms\n",
                 d.runs,
                 d.lanes,
                 d.uploads,
                 d.entries.describe(),
+                ms(d.open_s),
                 ms(d.upload_s),
                 ms(d.kernel_s),
                 ms(d.download_s)

@@ -36,6 +36,14 @@ pub struct FitSettings {
     pub trace_passes: bool,
 }
 
+impl FitSettings {
+    /// Whether candidates take several steps per schedule run in the pipeline's tasks
+    /// (`stages::pipeline`), rather than one step per run through the stages.
+    pub fn pipelined(&self) -> bool {
+        self.steps_per_pass > 1 && !self.walk_every_step
+    }
+}
+
 impl Default for FitSettings {
     fn default() -> Self {
         FitSettings {

@@ -238,3 +238,119 @@ fn scene_run(
     let report = fit.run(|_| {});
     (report, fit.profile().report())
 }
+
+/// The hill law twice: through the plugin's primitive (which the device cannot run) and
+/// written out in arithmetic (which it can).
+fn hill_pair(dir: &std::path::Path) -> Scene {
+    let text = std::fs::read_to_string(dir.join("hill.scene.ron")).expect("scene");
+    let mut scene = Scene::from_ron(&text).expect("parses");
+    scene.candidates.push(
+        Scene::from_ron(
+            r#"Scene(candidates: [Inline(name: "written", src: "(* vmax (/ (pow x n) (+ (pow k n) (pow x n))))")])"#,
+        )
+        .expect("parses")
+        .candidates
+        .remove(0),
+    );
+    scene.precision = Some(Precision::F32);
+    scene.steps = 30;
+    scene
+}
+
+/// `auto` on the only adapter CI has: a cost model that allows a software adapter, with a
+/// device run costing `run_s` and its work free.
+fn auto_model(run_s: f64) -> ndvm_systems::stages::gpu::CostModel {
+    ndvm_systems::stages::gpu::CostModel {
+        gpu_work_s: 1e30,
+        gpu_run_s: run_s,
+        min_lanes: 1,
+        software: true,
+        ..Default::default()
+    }
+}
+
+#[test]
+fn auto_opens_the_device_for_the_first_group_it_would_win_and_pipes_the_rest() {
+    if !have_gpu() {
+        return;
+    }
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("examples");
+    let scene = hill_pair(&dir);
+    let (cpu, cpu_profile) = scene_run_with(&scene, &dir, Device::Cpu, auto_model(0.0));
+    let (auto, profile) = scene_run_with(&scene, &dir, Device::Auto, auto_model(0.0));
+    // The written-out law ran on the device, opened for it; the plugin's stayed on the CPU.
+    let gpu = ndvm_gpu::Gpu::shared().expect("gpu");
+    assert_eq!(profile.used.kind, "gpu");
+    assert_eq!(profile.used.adapter.as_deref(), Some(&*gpu.describe()));
+    assert_eq!(
+        ndvm_gpu::Gpu::probe().expect("probe").name,
+        gpu.describe(),
+        "the probe finds the adapter the device opens"
+    );
+    assert!(profile.device.runs >= 29, "{:?}", profile.device);
+    assert_eq!(profile.device.uploads, 1, "{:?}", profile.device);
+    assert_eq!(cpu_profile.used, ndvm_systems::device::DeviceUsed::cpu());
+    // The plugin's candidate was piped at the CPU's width: the CPU fit's bits.
+    let (c, a) = (&cpu.candidates[0], &auto.candidates[0]);
+    assert_eq!((c.name.as_str(), c.status), ("hill", "done"));
+    assert_eq!(c.loss.to_bits(), a.loss.to_bits());
+    assert_eq!(c.params, a.params);
+    // The other agrees with its CPU fit to f32 rounding.
+    let (c, a) = (&cpu.candidates[1], &auto.candidates[1]);
+    assert_eq!((c.name.as_str(), a.status), ("written", "done"));
+    assert!(
+        (c.loss - a.loss).abs() <= 1e-3 * c.loss.abs(),
+        "loss cpu {} auto {}",
+        c.loss,
+        a.loss
+    );
+}
+
+#[test]
+fn auto_never_opens_a_device_it_would_not_win_and_the_fit_stays_piped() {
+    if !have_gpu() {
+        return;
+    }
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("examples");
+    let scene = hill_pair(&dir);
+    let (cpu, cpu_profile) = scene_run_with(&scene, &dir, Device::Cpu, auto_model(1e9));
+    let (auto, profile) = scene_run_with(&scene, &dir, Device::Auto, auto_model(1e9));
+    // Never opened (opening names the adapter), never run.
+    assert_eq!(profile.used, ndvm_systems::device::DeviceUsed::cpu());
+    assert_eq!(profile.device.runs, 0);
+    // One lane of each candidate walked to judge it, then the CPU fit's groups: its bits.
+    let (c, g) = (&cpu_profile.counters, &profile.counters);
+    assert_eq!((g.lanes, g.walks), (c.lanes + 2, c.walks + 2), "{g:?}");
+    for (c, a) in cpu.candidates.iter().zip(&auto.candidates) {
+        assert_eq!(c.status, "done", "{}", c.name);
+        assert_eq!(c.loss.to_bits(), a.loss.to_bits(), "{}", c.name);
+        assert_eq!(c.params, a.params, "{}", c.name);
+    }
+    // Both candidates took their 30 steps in the pipeline's passes, not a schedule run each.
+    assert!(g.steps < 15, "{} schedule runs", g.steps);
+}
+
+fn scene_run_with(
+    scene: &Scene,
+    dir: &std::path::Path,
+    device: Device,
+    cost_model: ndvm_systems::stages::gpu::CostModel,
+) -> (FitReport, ndvm_systems::profile::ProfileReport) {
+    let mut scene = scene.clone();
+    scene.device = Some(device);
+    let options = FitOptions {
+        engine: EngineBuilder::new()
+            .plugin(&hill::Pharmacology)
+            .build()
+            .expect("engine"),
+        settings: FitSettings {
+            lanes_per_group: 64,
+            ..FitSettings::default()
+        },
+        cost_model,
+        ..FitOptions::default()
+    };
+    let mut fit = Fit::new(&scene, dir, &options).expect("starts");
+    let report = fit.run(|_| {});
+    (report, fit.profile().report())
+}

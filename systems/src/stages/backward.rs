@@ -14,6 +14,7 @@
 
 use crate::machine::Machine;
 use crate::profile::{Profile, Stage, StageTimer};
+use crate::stages::pipeline::Piped;
 use bevy_ecs::prelude::*;
 use ndvm_components::prelude::*;
 use ndvm_engine::Real;
@@ -21,7 +22,7 @@ use rayon::prelude::*;
 
 pub fn backward<R: Real>(
     mut profile: ResMut<Profile>,
-    candidates: Query<(&FitSpec, &Status)>,
+    candidates: Query<(&FitSpec, &Status), Without<Piped>>,
     mut groups: Query<(&LaneGroup, &mut Machine<R>, &mut GroupOutputs)>,
 ) {
     let timer = StageTimer::start(Stage::Backward);

@@ -14,28 +14,35 @@
 //! and its payload does not bound the device's groups.
 //!
 //! Which groups: with `device: Gpu` every group the device can run; with `Auto` those the cost
-//! model ([`wins`]) picks, on a hardware GPU only. A candidate the device cannot run (a custom
-//! primitive, a node longer than a software adapter runs, a result that is not one number) or
-//! that `auto` declines is marked [`OnHost`]: its group is cut to the CPU's width at once and it
-//! stays on the CPU. A device that fails mid-fit (lost, out of memory) is reported once, every
+//! model ([`CostModel::wins`]) picks, on a hardware GPU only, judged on the group's first lane
+//! walked on the CPU — and the device is opened only when the first group goes to it
+//! ([`GpuContext::adapter`]). A candidate the device cannot run (a custom primitive, a node
+//! longer than a software adapter runs, a result that is not one number) or that `auto`
+//! declines is marked [`OnHost`]: its group is cut to the CPU's width at once and it stays on
+//! the CPU, in the pipeline's tasks when the fit has them ([`Piped`]). A device that fails mid-fit (lost, out of memory) is reported once, every
 //! wide group is cut to the CPU's width, and the fit goes on on the CPU: every result so far
 //! stands. Groups run one after another (the device is one queue).
 
+mod cost;
 mod tape;
 
+pub use cost::CostModel;
 pub use tape::OnDevice;
 
+use crate::device::DeviceUsed;
 use crate::machine::{Machine, positions};
 use crate::profile::{Profile, Stage, StageTimer};
 use crate::resources::{DeviceWidth, FitSettings, StopSignal};
+use crate::stages::pipeline::Piped;
 use crate::stages::replay::split_off;
 use crate::stages::schedule::OnHost;
 use bevy_ecs::prelude::*;
 use ndvm_components::prelude::*;
 use ndvm_components::scene::{Device, Precision};
 use ndvm_engine::tape::GuardKind;
-use ndvm_gpu::{DeviceRun, Gpu};
+use ndvm_gpu::{Adapter, DeviceRun, Gpu};
 use std::sync::Arc;
+use std::time::Instant;
 use tape::Verdict;
 
 /// Lanes per group while a device replays them: one lane of a group is walked on the CPU and
@@ -45,56 +52,58 @@ use tape::Verdict;
 /// ([`ndvm_gpu::Gpu::resident_bytes`]).
 pub const GPU_LANES_PER_GROUP: usize = 65_536;
 
-/// Tape work ([`ndvm_gpu::tape_work`], multiply-adds) one CPU core replays and differentiates
-/// per second. Fitted to the Kalman sweep on a 16-core Xeon host (docs/gpu.md, "Measured"):
-/// 11–22 × 10⁹ per second on its 16 cores, the faster end taken so the CPU is never
-/// underestimated.
-pub const CPU_WORK_PER_CORE_S: f64 = 1.4e9;
-
-/// Tape work the device runs per second with the faster entry for the tape, on the sweep's
-/// slowest row (an H200: 42 × 10⁹ at D = 8 on the lane entry; 46–68 × 10⁹ cooperating at
-/// D = 16 and 32, and over 150 × 10⁹ at D = 2): the model's device is never faster than that.
-pub const GPU_WORK_S: f64 = 4.0e10;
-
-/// A device run's fixed cost, seconds: the rows' upload, the dispatches, the read-back. A
-/// 65,536-lane run of the D = 2 filter took 7.1 ms on the H200, work included.
-pub const GPU_RUN_S: f64 = 0.002;
-
-/// Lanes a group needs for the device's rate to hold: fewer leave it idle, and a lane's steps
-/// run one after another at a GPU core's speed, far below a CPU core's.
-pub const GPU_MIN_LANES: usize = 256;
-
-/// The cost model of `Auto` (docs/gpu.md): a group of `lanes` lanes whose tape has `work`
-/// multiply-adds per lane goes to the device when the device's estimate (a fixed cost per run
-/// and its rate) beats the CPU's on `cores` cores; never on a software adapter.
-pub fn wins(lanes: usize, work: u64, software: bool, cores: usize) -> bool {
-    let total = lanes as f64 * work as f64;
-    let cpu_s = total / (CPU_WORK_PER_CORE_S * cores.max(1) as f64);
-    let gpu_s = GPU_RUN_S + total / GPU_WORK_S;
-    !software && lanes >= GPU_MIN_LANES && cpu_s > gpu_s
-}
-
-/// Lanes from which `auto` opens a device at all. Opening one costs a fixed time, and a fit
-/// with a device steps a step at a time (the GPU stage's pace) even for the candidates the
-/// device declines, so a population too small to use it must not open it. The model ([`wins`])
-/// would send a D = 32 Kalman filter to the device from 256 lanes; this gate, judged before any
-/// tape exists, keeps such a fit of fewer than 2,048 lanes on the CPU (docs/gpu.md).
-pub const AUTO_OPENS_FROM: usize = 2048;
-
 /// The fit's device, if any, and what happened to it.
 #[derive(Resource, Debug, Default)]
 pub struct GpuContext {
+    /// The device, once open.
     pub gpu: Option<Arc<Gpu>>,
+    /// Under `Auto`, a hardware adapter found but not opened yet: it opens when the cost
+    /// model first sends it a group (opening compiles the interpreter, 0.7 s on lavapipe).
+    pub adapter: Option<Adapter>,
     pub device: Device,
+    /// What `Auto` decides with.
+    pub model: CostModel,
     /// Why the device stopped being used mid-fit.
     pub lost: Option<String>,
+    /// Seconds `Gpu` took to open the device before the fit started.
+    pub open_s: f64,
 }
 
-/// The device a fit uses: `Gpu` must find one (and run f32); `Auto` takes a hardware GPU for
-/// an f32 fit with a population wide enough to use it; `Cpu`, none.
-pub fn open(device: Device, precision: Precision, widest: usize) -> Result<GpuContext, String> {
-    let gpu = match device {
-        Device::Cpu => None,
+impl GpuContext {
+    /// Whether a device serves the fit, or may (`Auto`, not opened yet): its GPU stage runs
+    /// and its candidates step at that stage's pace.
+    pub fn in_use(&self) -> bool {
+        self.gpu.is_some() || self.adapter.is_some()
+    }
+
+    /// Opens the adapter `Auto` found, now that a group goes to it.
+    fn open(&mut self, profile: &mut Profile) -> Result<Arc<Gpu>, String> {
+        let start = Instant::now();
+        let gpu = Gpu::shared().map_err(|e| format!("could not open it: {e}"))?;
+        profile.device.open_s = start.elapsed().as_secs_f64();
+        self.adapter = None;
+        self.gpu = Some(gpu.clone());
+        profile.used = DeviceUsed::gpu(gpu.describe(), gpu.is_software());
+        Ok(gpu)
+    }
+}
+
+/// The device a fit uses: `Gpu` opens one (and must run f32); `Auto` looks for a hardware
+/// adapter (or one the model allows) for an f32 fit whose widest candidate could go to it, and
+/// leaves it closed until a group does; `Cpu`, none.
+pub fn open(
+    device: Device,
+    precision: Precision,
+    widest: usize,
+    model: CostModel,
+) -> Result<GpuContext, String> {
+    let mut ctx = GpuContext {
+        device,
+        model,
+        ..GpuContext::default()
+    };
+    match device {
+        Device::Cpu => {}
         Device::Gpu => {
             if precision != Precision::F32 {
                 return Err(
@@ -103,18 +112,16 @@ pub fn open(device: Device, precision: Precision, widest: usize) -> Result<GpuCo
                         .into(),
                 );
             }
-            Some(Gpu::shared().map_err(|e| format!("--device gpu: {e}"))?)
+            let start = Instant::now();
+            ctx.gpu = Some(Gpu::shared().map_err(|e| format!("--device gpu: {e}"))?);
+            ctx.open_s = start.elapsed().as_secs_f64();
         }
-        Device::Auto if precision == Precision::F32 && widest >= AUTO_OPENS_FROM => {
-            Gpu::shared().ok().filter(|g| !g.is_software())
+        Device::Auto if precision == Precision::F32 && model.could_win(widest) => {
+            ctx.adapter = Gpu::probe().ok().filter(|a| model.software || !a.software);
         }
-        Device::Auto => None,
-    };
-    Ok(GpuContext {
-        gpu,
-        device,
-        lost: None,
-    })
+        Device::Auto => {}
+    }
+    Ok(ctx)
 }
 
 type Group<'a> = (
@@ -149,12 +156,15 @@ pub fn gpu(
     mut candidates: Query<Owner<'static>>,
     mut groups: Query<Group<'static>>,
 ) {
-    let Some(gpu) = cx.ctx.gpu.clone() else {
+    if !cx.ctx.in_use() {
         return;
-    };
+    }
     let timer = StageTimer::start(Stage::Gpu);
     let host = cx.settings.lanes_per_group.max(1);
-    let auto = cx.ctx.device != Device::Gpu;
+    // `Auto` judges each tape by its cost model; `Gpu` takes every tape it can run.
+    let model = (cx.ctx.device != Device::Gpu).then_some(cx.ctx.model);
+    // A candidate left on the CPU takes its steps in the pipeline's tasks, if the fit has one.
+    let piped = cx.settings.pipelined();
     for (mut group, mut route, mut machine, mut out) in &mut groups {
         if *route == Route::Device {
             *route = Route::Walk;
@@ -174,12 +184,29 @@ pub fn gpu(
             payload: cx.settings.payload_bytes,
         };
         let m = &mut *machine;
-        let verdict = tape::run(&gpu, auto, m, &group, &walk, &mut cx.profile);
+        let verdict = if let Some(gpu) = cx.ctx.gpu.clone() {
+            tape::run(&gpu, model.as_ref(), m, &group, &walk, &mut cx.profile)
+        } else if let (Some(adapter), Some(model)) = (cx.ctx.adapter.clone(), model) {
+            // `Auto` with the device still closed: it opens for the first group it would win.
+            match tape::judge(&adapter, &model, m, &group, &walk, &mut cx.profile) {
+                Ok(()) => match cx.ctx.open(&mut cx.profile) {
+                    Ok(gpu) => tape::run(&gpu, Some(&model), m, &group, &walk, &mut cx.profile),
+                    Err(e) => Verdict::Lost(e),
+                },
+                Err(v) => v,
+            }
+        } else {
+            continue;
+        };
         let run = match verdict {
             Verdict::Ran(run) => run,
             Verdict::Cpu | Verdict::Never => {
                 if matches!(verdict, Verdict::Never) {
-                    commands.entity(group.candidate).insert(OnHost);
+                    let mut on = commands.entity(group.candidate);
+                    on.insert(OnHost);
+                    if piped {
+                        on.insert(Piped);
+                    }
                 }
                 let rest = cut_to(&mut group, host);
                 cx.profile.counters.groups +=
@@ -187,6 +214,10 @@ pub fn gpu(
                 continue;
             }
             Verdict::Lost(e) => {
+                if cx.ctx.gpu.is_none() {
+                    let name = cx.ctx.adapter.take().map(|a: Adapter| a.name);
+                    cx.profile.used = DeviceUsed::gpu(name.unwrap_or_default(), false);
+                }
                 cx.ctx.lost = Some(e);
                 break;
             }
@@ -297,45 +328,4 @@ fn spawn_all(
         }
     }
     lanes.len().div_ceil(width) as u64
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// The sweep's rows as measured on an H200 beside its host's 16 cores (docs/gpu.md,
-    /// "Measured"): D, lanes, the tape's work per lane (`ndvm_gpu::tape_work` of the bench's
-    /// filter), the CPU's and the faster device entry's milliseconds.
-    const ROWS: [(usize, usize, u64, f64, f64); 7] = [
-        (2, 1_024, 17_124, 0.96, 20.6),
-        (2, 65_536, 17_124, 50.1, 7.1),
-        (8, 16_384, 500_964, 733.0, 197.0),
-        (8, 65_536, 500_964, 5_367.0, 789.0),
-        (16, 4_096, 3_619_044, 1_010.0, 321.0),
-        (32, 1_024, 27_549_924, 1_290.0, 414.0),
-        (32, 4_096, 27_549_924, 7_290.0, 1_650.0),
-    ];
-
-    #[test]
-    fn auto_picks_the_faster_side_on_every_measured_row() {
-        for (d, lanes, work, cpu_ms, gpu_ms) in ROWS {
-            assert_eq!(
-                wins(lanes, work, false, 16),
-                gpu_ms < cpu_ms,
-                "D = {d}, {lanes} lanes"
-            );
-            assert!(!wins(lanes, work, true, 16), "never on a software adapter");
-        }
-    }
-
-    #[test]
-    fn more_cores_raise_the_bar() {
-        // The D = 2 filter on 65,536 lanes: the device's fixed cost is won back against 16
-        // cores, not against 256.
-        assert!(wins(65_536, 17_124, false, 16));
-        assert!(!wins(65_536, 17_124, false, 256));
-        // Too few lanes never go, however long the tape: one lane of the D = 32 filter.
-        assert!(!wins(1, 27_549_924, false, 1));
-        assert!(wins(GPU_MIN_LANES, 27_549_924, false, 1));
-    }
 }

@@ -19,6 +19,7 @@ use crate::optim::trial::{self, LeastSquares, Verdict};
 use crate::profile::{Profile, Stage, StageTimer};
 use crate::resources::StopSignal;
 use crate::stages::merge_masks::{GroupView, merge_candidate};
+use crate::stages::pipeline::Piped;
 use bevy_ecs::prelude::*;
 use ndvm_components::prelude::*;
 use rayon::prelude::*;
@@ -53,7 +54,7 @@ pub(crate) fn sample_weight(task: usize, steps: u32) -> u32 {
 pub fn optimize(
     mut profile: ResMut<Profile>,
     stop: Res<StopSignal>,
-    mut candidates: Query<Active<'static>>,
+    mut candidates: Query<Active<'static>, Without<Piped>>,
     groups: Query<(&LaneGroup, &GroupOutputs)>,
 ) {
     let timer = StageTimer::start(Stage::Optimize);

@@ -7,8 +7,8 @@
 //! whatever the work, kept it from scaling across cores (docs/performance.md).
 //!
 //! With [`FitSettings::steps_per_pass`] above 1 this stage does the replay, walk, backward,
-//! merge-masks and optimize stages' work itself (those systems stand aside, [`stepwise`]): one
-//! parallel task per active candidate takes it `steps_per_pass` steps, each replaying (or
+//! merge-masks and optimize stages' work itself for the candidates marked [`Piped`] (the stage
+//! systems step the others, [`Stepped`]): one parallel task per active candidate takes it `steps_per_pass` steps, each replaying (or
 //! walking) its groups, differentiating them, merging them and moving its parameters with the
 //! stages' own functions (`replay_differentiate`, `walk_differentiate`, `merge_and_step`), on
 //! one core while its tape and bindings are in that core's cache — the same core from pass to
@@ -23,8 +23,9 @@
 //! A candidate's numbers depend only on its own steps, so a fit's results are the same for any
 //! `steps_per_pass` and any thread count. What moves is when a finished candidate's slot is
 //! refilled (between passes): a search's admissions, and so its proposals, depend on
-//! `steps_per_pass` — never on the thread count. The GPU stage, plugin hooks (which expect to
-//! see every step) and `walk_every_step` keep the fit stepwise ([`crate::fit::Fit`]).
+//! `steps_per_pass` — never on the thread count. Plugin hooks (which expect to see every step)
+//! and `walk_every_step` keep the fit stepwise ([`crate::fit::Fit`]); while a device is in use,
+//! its candidates step at the GPU stage's pace and only those it leaves on the CPU are piped.
 
 use crate::homes::run_at_home;
 use crate::machine::{Machine, spawn_group};
@@ -96,10 +97,27 @@ impl<R: Real> Slot<'_, R> {
     }
 }
 
-/// Whether the fit runs a step at a time through the stages (the pipeline is off: see the
-/// module docs); a run condition of the stage systems.
-pub fn stepwise(settings: Res<FitSettings>) -> bool {
-    settings.steps_per_pass <= 1 || settings.walk_every_step
+/// Marks a candidate that takes its steps in the pipeline's tasks; the stage systems step the
+/// others, one step per schedule run. A CPU fit admits every candidate piped (unless it steps
+/// a step at a time: `steps_per_pass` 1, `walk_every_step`, plugin hooks). While a device is in
+/// use its candidates step at the GPU stage's pace, and one the device does not take
+/// ([`crate::stages::schedule::OnHost`]) is piped from then on.
+#[derive(Component, Clone, Copy, Debug, Default)]
+pub struct Piped;
+
+/// Whether some candidates step through the stage systems (a run condition of those systems):
+/// see [`Piped`].
+#[derive(Resource, Clone, Copy, Debug)]
+pub struct Stepped(pub bool);
+
+/// The run condition of the stage systems the pipeline stands in for.
+pub fn stepped(stepped: Res<Stepped>) -> bool {
+    stepped.0
+}
+
+/// The run condition of the pipeline: it may have candidates.
+pub fn pipelined(settings: Res<FitSettings>) -> bool {
+    settings.pipelined()
 }
 
 /// What the pass shares with every task.
@@ -131,7 +149,7 @@ pub fn pipeline<R: Real>(
     stop: Res<StopSignal>,
     scorer: Option<Res<Scorer>>,
     mut profile: ResMut<Profile>,
-    mut candidates: Query<Active<'static>>,
+    mut candidates: Query<Active<'static>, With<Piped>>,
     mut groups: Query<GroupParts<'static, R>>,
 ) {
     let span = tracing::info_span!("pipeline").entered();

@@ -31,6 +31,7 @@ use crate::machine::{Machine, spawn_group};
 use crate::profile::{Counters, Profile, Stage, StageTimer};
 use crate::resources::FitSettings;
 use crate::stages::backward::differentiate;
+use crate::stages::pipeline::Piped;
 use crate::stages::walk::update_params;
 use bevy_ecs::prelude::*;
 use ndvm_components::prelude::*;
@@ -69,7 +70,10 @@ pub fn replay<R: Real>(
     mut commands: Commands,
     settings: Res<FitSettings>,
     mut profile: ResMut<Profile>,
-    mut candidates: Query<(&FitSpec, &ParamValues, &Compiled, &Status, &mut Groups)>,
+    mut candidates: Query<
+        (&FitSpec, &ParamValues, &Compiled, &Status, &mut Groups),
+        Without<Piped>,
+    >,
     mut groups: Query<Replaying<'static, R>>,
 ) {
     let timer = StageTimer::start(Stage::Replay);

@@ -16,6 +16,7 @@ use crate::machine::{Machine, locate};
 use crate::profile::{Counters, Profile, Stage, StageTimer};
 use crate::resources::StopSignal;
 use crate::stages::backward::differentiate;
+use crate::stages::pipeline::Piped;
 use bevy_ecs::prelude::*;
 use ndvm_bytecode::Executable;
 use ndvm_components::prelude::*;
@@ -27,7 +28,7 @@ pub fn walk<R: Real>(
     mut profile: ResMut<Profile>,
     stop: Res<StopSignal>,
     settings: Res<crate::resources::FitSettings>,
-    candidates: Query<(&Candidate, &FitSpec, &ParamValues, &Compiled, &Status)>,
+    candidates: Query<(&Candidate, &FitSpec, &ParamValues, &Compiled, &Status), Without<Piped>>,
     mut groups: Query<(&LaneGroup, &Route, &mut Machine<R>, &mut GroupOutputs)>,
 ) {
     let timer = StageTimer::start(Stage::Walk);

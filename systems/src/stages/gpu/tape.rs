@@ -7,14 +7,14 @@
 //! path of its lanes: that tape is uploaded as it is. Either way a tape is uploaded once per walk
 //! and replayed until the group walks again.
 
-use super::wins;
+use super::CostModel;
 use crate::machine::Machine;
 use crate::profile::Profile;
 use crate::stages::walk::{bind, update_params};
 use ndvm_bytecode::Executable;
 use ndvm_components::prelude::*;
 use ndvm_engine::prelude::*;
-use ndvm_gpu::{DeviceRun, DeviceTape, Gpu, GpuError, Kernel};
+use ndvm_gpu::{Adapter, DeviceRun, DeviceTape, Gpu, GpuError, Kernel};
 
 /// A tape on the device and what it runs for.
 #[derive(Debug)]
@@ -60,7 +60,7 @@ pub(super) enum Verdict {
 /// lane of the group fails an older tape's guards, the group's first lane is walked afresh once.
 pub(super) fn run(
     gpu: &Gpu,
-    auto: bool,
+    model: Option<&CostModel>,
     m: &mut Machine<f32>,
     group: &LaneGroup,
     walk: &Walk<'_>,
@@ -79,11 +79,11 @@ pub(super) fn run(
     for attempt in 0..2 {
         if m.device.is_none() {
             let uploaded = if attempt == 0 && walked_for(m, group) {
-                upload_walked(gpu, auto, m)
+                upload_walked(gpu, model, m)
             } else {
                 walked_now = true;
                 walk_one(m, group, walk, profile)
-                    .and_then(|()| upload_one(gpu, auto, m, group, walk))
+                    .and_then(|()| upload_one(gpu, model, m, group, walk))
             };
             match uploaded {
                 Ok(d) => {
@@ -162,16 +162,46 @@ fn walk_one(
     }
 }
 
-/// `auto`'s cost model ([`wins`]) for `lanes` lanes of this tape, on the fit's cores.
-fn wins_here(gpu: &Gpu, rec: &ndvm_gpu::Recording<'_, f32>, lanes: usize) -> bool {
+/// Whether `auto`'s cost model sends `lanes` lanes of this tape to the device, on the fit's
+/// cores.
+fn wins_here(
+    model: &CostModel,
+    software: bool,
+    rec: &ndvm_gpu::Recording<'_, f32>,
+    lanes: usize,
+) -> bool {
     let work = ndvm_gpu::tape_work(rec);
-    wins(lanes, work, gpu.is_software(), rayon::current_num_threads())
+    model.wins(lanes, work, software, rayon::current_num_threads())
+}
+
+/// `auto`'s verdict on a group while the device is still closed: its first lane is walked on
+/// the CPU and the model judges that tape over the group's lanes. `Ok` means the device would
+/// win (open it and [`run`] the group); `Never`, the candidate stays on the CPU; `Cpu`, the
+/// walk failed (the CPU's walk of the group reports it).
+pub(super) fn judge(
+    adapter: &Adapter,
+    model: &CostModel,
+    m: &mut Machine<f32>,
+    group: &LaneGroup,
+    walk: &Walk<'_>,
+    profile: &mut Profile,
+) -> Result<(), Verdict> {
+    if !model.could_win(group.lanes.len()) {
+        return Err(Verdict::Never);
+    }
+    walk_one(m, group, walk, profile)?;
+    let rec = m.vm.recording().ok_or(Verdict::Never)?;
+    if rec.result.len() == 1 && wins_here(model, adapter.software, &rec, group.lanes.len()) {
+        Ok(())
+    } else {
+        Err(Verdict::Never)
+    }
 }
 
 /// Uploads the one-lane tape [`walk_one`] recorded, to run over the group's lanes.
 fn upload_one(
     gpu: &Gpu,
-    auto: bool,
+    model: Option<&CostModel>,
     m: &Machine<f32>,
     group: &LaneGroup,
     walk: &Walk<'_>,
@@ -179,7 +209,8 @@ fn upload_one(
     // A result that is a constant in the walked lane records nothing to replay.
     let rec = m.vm.recording().ok_or(Verdict::Never)?;
     let lanes = group.lanes.len();
-    if rec.result.len() != 1 || (auto && !wins_here(gpu, &rec, lanes)) {
+    let declined = model.is_some_and(|c| !wins_here(c, gpu.is_software(), &rec, lanes));
+    if rec.result.len() != 1 || declined {
         return Err(Verdict::Never);
     }
     let tape = gpu.upload_broadcast(&rec, lanes).map_err(refused)?;
@@ -194,12 +225,16 @@ fn upload_one(
 }
 
 /// Uploads the tape the CPU walked for the group's lanes.
-fn upload_walked(gpu: &Gpu, auto: bool, m: &Machine<f32>) -> Result<OnDevice, Verdict> {
+fn upload_walked(
+    gpu: &Gpu,
+    model: Option<&CostModel>,
+    m: &Machine<f32>,
+) -> Result<OnDevice, Verdict> {
     let rec = m.vm.recording().ok_or(Verdict::Cpu)?;
     if rec.result.len() != 1 {
         return Err(Verdict::Never);
     }
-    if auto && !wins_here(gpu, &rec, m.walked.len()) {
+    if model.is_some_and(|c| !wins_here(c, gpu.is_software(), &rec, m.walked.len())) {
         return Err(Verdict::Cpu);
     }
     let tape = gpu.upload(&rec).map_err(refused)?;
