@@ -125,6 +125,8 @@ pub struct DeviceTape {
     chunks: Vec<Chunk>,
     /// The interpreter entry it runs with (never [`Kernel::Auto`]).
     kernel: Kernel,
+    /// The pipeline of each entry its dispatches run.
+    pipelines: Vec<(Entry, wgpu::ComputePipeline)>,
     /// The last run's timings.
     pub timings: Timings,
 }
@@ -192,6 +194,17 @@ impl Gpu {
                  runs ({limit}: software Vulkan leaves loops early, silently); it stays on the CPU"
             )));
         }
+        let mut entries = match kernel {
+            Kernel::Batched => enc.batched.iter().map(|s| s.entry).collect(),
+            Kernel::Cooperative => vec![Entry::Coop],
+            _ => vec![Entry::Lane],
+        };
+        entries.sort_by_key(|&e| e as usize);
+        entries.dedup();
+        let pipelines = entries
+            .into_iter()
+            .map(|e| Ok((e, self.pipeline(e)?)))
+            .collect::<Result<Vec<_>, GpuError>>()?;
         let slots = rec.slots.max(1);
         let limit = self.max_binding_bytes() as usize;
         let per_lane = 4 * slots.max(4 * enc.sq as usize).max(1);
@@ -285,6 +298,7 @@ impl Gpu {
             buffers,
             chunks,
             kernel,
+            pipelines,
             timings: Timings::default(),
         })
     }
@@ -574,7 +588,11 @@ impl DeviceTape {
                 let mut current = None;
                 for d in c.forward.iter().chain(backward) {
                     if current != Some(d.entry) {
-                        pass.set_pipeline(gpu.pipeline_of(d.entry));
+                        // Every entry a dispatch names was compiled at the upload.
+                        let p = self.pipelines.iter().find(|(e, _)| *e == d.entry);
+                        if let Some((_, p)) = p {
+                            pass.set_pipeline(p);
+                        }
                         current = Some(d.entry);
                     }
                     pass.set_bind_group(0, &c.bind, &[d.offset]);

@@ -58,7 +58,7 @@ pub struct GpuContext {
     /// The device, once open.
     pub gpu: Option<Arc<Gpu>>,
     /// Under `Auto`, a hardware adapter found but not opened yet: it opens when the cost
-    /// model first sends it a group (opening compiles the interpreter, 0.7 s on lavapipe).
+    /// model first sends it a group (opening compiles the interpreter's per-lane entry).
     pub adapter: Option<Adapter>,
     pub device: Device,
     /// What `Auto` decides with.
