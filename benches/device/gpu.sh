@@ -39,7 +39,8 @@ for run in gpu gpu-batched cpu auto; do
   kernel=$([ "$run" = gpu-batched ] && echo batched || echo auto)
   start=$EPOCHREALTIME
   NDVM_GPU_KERNEL=$kernel timeout -k 5 "${SCENE_SECONDS:-45}" .devcarry/ndvm fit \
-    scenes/kalman_nd.scene.ron --device "$device" --out "$(mktemp -d)" > "$OUT/fit-$run.log" 2>&1
+    scenes/kalman_nd.scene.ron --device "$device" --json --out "$(mktemp -d)/results.json" \
+    > "$OUT/fit-$run.json" 2> "$OUT/fit-$run.log"
   status=$?
   wall=$(awk "BEGIN { print $EPOCHREALTIME - $start }")
   echo "{\"scene\": \"kalman_nd\", \"device\": \"$run\", \"status\": $status, \"wall_s\": $wall}" \

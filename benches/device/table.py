@@ -90,13 +90,18 @@ def table(out: Path) -> str:
     )
     scene = {r["device"]: r for r in read(out / "scene.jsonl")}
     if scene:
-        lines += ["", "| `ndvm fit scenes/kalman_nd.scene.ron` | wall | exit |", "|---|---:|---:|"]
+        lines += [
+            "",
+            "| `ndvm fit scenes/kalman_nd.scene.ron` | wall | exit | fit loop | device open | upload | kernel | download |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|",
+        ]
         for device in ("gpu", "gpu-batched", "cpu", "auto"):
             if device in scene:
                 r = scene[device]
                 note = "" if r["status"] == 0 else " (did not finish: not a measurement)"
                 how = "`--device gpu`, node-major" if device == "gpu-batched" else f"`--device {device}`"
-                lines.append(f"| {how} | {r['wall_s']:.2f} s{note} | {r['status']} |")
+                parts = scene_parts(out / f"fit-{device}.json")
+                lines.append(f"| {how} | {r['wall_s']:.2f} s{note} | {r['status']} | {parts} |")
         finished = {d for d, r in scene.items() if r["status"] == 0}
         for gpu in ("gpu", "gpu-batched"):
             if {gpu, "cpu"} <= finished:
@@ -105,6 +110,18 @@ def table(out: Path) -> str:
                     f"{scene['cpu']['wall_s'] / scene[gpu]['wall_s']:.2f}× (above 1: the GPU is faster)"
                 )
     return "\n".join(lines)
+
+
+def scene_parts(path):
+    """The fit's own wall time and the device's parts (`timing` of `ndvm fit --json`), as
+    table cells; blanks where the run left no JSON."""
+    try:
+        timing = json.loads(path.read_text())["timing"]
+    except (OSError, ValueError, KeyError):
+        return " | | | | "
+    d = timing.get("device", {})
+    cells = [timing.get("wall_s")] + [d.get(k) for k in ("open_s", "upload_s", "kernel_s", "download_s")]
+    return " | ".join("" if c is None else f"{c:.3f} s" for c in cells)
 
 
 if __name__ == "__main__":
