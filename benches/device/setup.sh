@@ -6,6 +6,11 @@ export XDG_RUNTIME_DIR="${XDG_RUNTIME_DIR:-$(mktemp -d)}"
 export NDVM_SCENES="$PWD/scenes"
 OUT="${OUT:-target/device-out}"
 mkdir -p "$OUT"
+# What the host is: its cores and the kernel's clock source (a clock read through the kernel
+# instead of the TSC costs every timed step and every deadline check).
+{ nproc; lscpu 2> /dev/null | grep -E "Model name|NUMA node\(s\)|L3"
+  echo "clocksource: $(cat /sys/devices/system/clocksource/clocksource0/current_clocksource 2> /dev/null)"
+} > "$OUT/host.txt" 2>&1
 if [ ! -x .devcarry/ndvm ]; then
   echo "error: .devcarry/ is missing: run benches/device/prepare.sh here and carry .devcarry and .gl" >&2
   exit 1
