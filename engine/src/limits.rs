@@ -65,8 +65,7 @@ impl Stop {
     /// Why to stop now, if at all: `interrupted` (the flag is set) or `wall-clock budget spent`
     /// (the deadline has passed).
     pub fn reason(&self) -> Option<&'static str> {
-        let flag = self.flag.as_ref();
-        if flag.is_some_and(|f| f.load(std::sync::atomic::Ordering::Relaxed)) {
+        if self.interrupted() {
             Some("interrupted")
         } else if self
             .deadline
@@ -81,5 +80,12 @@ impl Stop {
     /// Whether to stop now.
     pub fn requested(&self) -> bool {
         self.reason().is_some()
+    }
+
+    /// Whether the flag is set (Ctrl-C, SIGTERM): [`Stop::requested`] without reading the
+    /// clock for the deadline.
+    pub fn interrupted(&self) -> bool {
+        let flag = self.flag.as_ref();
+        flag.is_some_and(|f| f.load(std::sync::atomic::Ordering::Relaxed))
     }
 }

@@ -305,11 +305,15 @@ impl Gpu {
             info,
             lost,
         };
-        gpu.pipeline(Entry::Lane)?;
-        Ok(gpu)
+        match gpu.pipeline(Entry::Lane) {
+            Ok(_) => Ok(gpu),
+            Err(e) => Err(GpuError::NoDevice(e.to_string())),
+        }
     }
 
-    /// An entry's pipeline, compiled the first time a tape needs it.
+    /// An entry's pipeline, compiled the first time a tape needs it. An entry the adapter does
+    /// not compile is [`GpuError::Unsupported`] for every tape that needs it (they stay on the
+    /// CPU); the per-lane entry is compiled when the device opens.
     pub(crate) fn pipeline(&self, entry: Entry) -> Result<wgpu::ComputePipeline, GpuError> {
         let slot = &self.pipelines[entry as usize];
         slot.get_or_init(|| {
@@ -325,8 +329,8 @@ impl Gpu {
                     cache: None,
                 });
             match pollster::block_on(scope.pop()) {
-                Some(e) => Err(GpuError::NoDevice(format!(
-                    "the interpreter's `{}` entry did not compile: {e}",
+                Some(e) => Err(GpuError::Unsupported(format!(
+                    "the interpreter's `{}` entry did not compile on this adapter: {e}",
                     entry.name()
                 ))),
                 None => Ok(pipeline),

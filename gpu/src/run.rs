@@ -194,11 +194,20 @@ impl Gpu {
                  runs ({limit}: software Vulkan leaves loops early, silently); it stays on the CPU"
             )));
         }
-        let mut entries = match kernel {
-            Kernel::Batched => enc.batched.iter().map(|s| s.entry).collect(),
-            Kernel::Cooperative => vec![Entry::Coop],
-            _ => vec![Entry::Lane],
+        let segments: Vec<Segment> = match kernel {
+            Kernel::Batched => enc.batched.clone(),
+            _ => {
+                let entry = if kernel == Kernel::Cooperative {
+                    Entry::Coop
+                } else {
+                    Entry::Lane
+                };
+                let seg = |&(from, to): &(u32, u32)| Segment { from, to, entry };
+                enc.segments.iter().map(seg).collect()
+            }
         };
+        // The pipeline of every entry the segments run (each compiled when first needed).
+        let mut entries: Vec<Entry> = segments.iter().map(|s| s.entry).collect();
         entries.sort_by_key(|&e| e as usize);
         entries.dedup();
         let pipelines = entries
@@ -278,7 +287,7 @@ impl Gpu {
             }
             let buf = buffers.len() - 1;
             let c = self.chunk(
-                (&enc, kernel),
+                (&enc, &segments),
                 rec,
                 (at, w, lanes),
                 (&prog, &bits),
@@ -341,7 +350,7 @@ impl Gpu {
     /// A chunk of `width` lanes from `offset` (of `lanes`) running in `b`.
     fn chunk(
         &self,
-        (enc, kernel): (&Encoded, Kernel),
+        (enc, segments): (&Encoded, &[Segment]),
         rec: &Recording<'_, f32>,
         (offset, width, lanes): (usize, usize, usize),
         (prog, bits): (&wgpu::Buffer, &wgpu::Buffer),
@@ -421,18 +430,6 @@ impl Gpu {
                 offset,
                 grid,
             })
-        };
-        let segments: Vec<Segment> = match kernel {
-            Kernel::Batched => enc.batched.clone(),
-            _ => {
-                let entry = if kernel == Kernel::Cooperative {
-                    Entry::Coop
-                } else {
-                    Entry::Lane
-                };
-                let seg = |&(from, to): &(u32, u32)| Segment { from, to, entry };
-                enc.segments.iter().map(seg).collect()
-            }
         };
         let forward = segments.iter().filter_map(|&s| dispatch(s, 0)).collect();
         // Backward: the segments in reverse; a node-major node's part into `a`, then into `b`.

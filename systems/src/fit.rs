@@ -91,8 +91,6 @@ pub struct Fit {
     /// Candidates ever added, and the most steps any of them takes (bounding [`Fit::run`]).
     admitted: usize,
     max_steps: u64,
-    /// Candidates are admitted piped (`stages::pipeline::Piped`).
-    piped: bool,
     /// What was skipped while building the population (malformed stream lines), and a
     /// software GPU adapter taken for `device: Gpu`.
     warnings: Vec<String>,
@@ -218,9 +216,14 @@ impl Fit {
         }
         // Who steps whom (stages::pipeline::Piped): a CPU fit pipes every candidate it admits;
         // with a device in use, only those the device leaves on the CPU are piped.
-        let pipelined = world.resource::<FitSettings>().pipelined();
-        let piped = pipelined && !device_in_use;
-        world.insert_resource(stages::pipeline::Stepped(!piped));
+        let pacing = match device_in_use {
+            false => stages::pipeline::Pacing::all_piped(world.resource::<FitSettings>()),
+            true => stages::pipeline::Pacing {
+                admit_piped: false,
+                stepped: true,
+            },
+        };
+        world.insert_resource(pacing);
         options.engine.extend(&mut schedule);
         let mut fit = Fit {
             world,
@@ -229,7 +232,6 @@ impl Fit {
             total: 0,
             admitted: 0,
             max_steps: 0,
-            piped,
             warnings,
         };
         fit.admit(members);
@@ -239,6 +241,10 @@ impl Fit {
     /// Adds candidates to the population (pending: decoded and admitted on the next step, in
     /// population order, as the window allows). Their `index`es must be new.
     pub fn admit(&mut self, members: Vec<population::Member>) {
+        let piped = self
+            .world
+            .resource::<stages::pipeline::Pacing>()
+            .admit_piped;
         for m in members {
             self.max_steps = self.max_steps.max(u64::from(m.spec.steps));
             self.admitted += 1;
@@ -253,7 +259,7 @@ impl Fit {
                 History::default(),
             );
             // Spawned with its marker: inserting it later would move it between tables.
-            if self.piped {
+            if piped {
                 self.world.spawn((candidate, stages::pipeline::Piped));
             } else {
                 self.world.spawn(candidate);

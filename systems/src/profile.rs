@@ -104,7 +104,8 @@ pub struct DeviceTimes {
     /// each interpreter entry (docs/gpu.md, "The interpreter").
     pub uploads: u64,
     pub entries: Entries,
-    /// Opening the device (its interpreter compiled): once per process, when the first fit
+    /// Opening the device (the interpreter's per-lane entry compiled; the others compile at the
+    /// first upload that needs them): once per process, when the first fit
     /// that uses it does.
     pub open_s: f64,
     pub upload_s: f64,

@@ -34,6 +34,11 @@ pub struct FitSettings {
     /// Keep every pass's task times in the profile ([`crate::trace`]): what the scaling bench
     /// projects onto more cores. Off by default (two clock reads per task and a pass's list).
     pub trace_passes: bool,
+    /// Time each candidate's first eight steps in the pipeline, so that a short fit's profile
+    /// shows every stage; later steps are timed one in eight either way. A search turns it
+    /// off: its candidates are many and short-lived, and on a host whose clock is read through
+    /// the kernel the reads around those steps can cost more than the steps.
+    pub time_first_steps: bool,
 }
 
 impl FitSettings {
@@ -55,6 +60,7 @@ impl Default for FitSettings {
             steps_per_pass: 16,
             pass_millis: Some(250),
             trace_passes: false,
+            time_first_steps: true,
         }
     }
 }

@@ -210,6 +210,8 @@ fn a_candidate_the_device_cannot_run_stays_on_the_cpu_at_its_width() {
     let (c, g) = (&cpu_profile.counters, &profile.counters);
     assert_eq!((g.lanes, g.walks), (c.lanes + 1, c.walks + 1), "{g:?}");
     assert_eq!(c.groups, 7);
+    // Declined in the first schedule run, piped from the next: its 30 steps took a few runs.
+    assert!(g.steps < 8, "{} schedule runs", g.steps);
     let (c, g) = (&cpu.candidates[0], &gpu.candidates[0]);
     assert_eq!(c.status, "done");
     assert_eq!(c.loss.to_bits(), g.loss.to_bits());
@@ -289,6 +291,8 @@ fn auto_opens_the_device_for_the_first_group_it_would_win_and_pipes_the_rest() {
     );
     assert!(profile.device.runs >= 29, "{:?}", profile.device);
     assert_eq!(profile.device.uploads, 1, "{:?}", profile.device);
+    // This fit opened it (the process's device is open already: `open` only returns it).
+    assert!(profile.device.open_s > 0.0, "{:?}", profile.device);
     assert_eq!(cpu_profile.used, ndvm_systems::device::DeviceUsed::cpu());
     // The plugin's candidate was piped at the CPU's width: the CPU fit's bits.
     let (c, a) = (&cpu.candidates[0], &auto.candidates[0]);
@@ -315,8 +319,9 @@ fn auto_never_opens_a_device_it_would_not_win_and_the_fit_stays_piped() {
     let scene = hill_pair(&dir);
     let (cpu, cpu_profile) = scene_run_with(&scene, &dir, Device::Cpu, auto_model(1e9));
     let (auto, profile) = scene_run_with(&scene, &dir, Device::Auto, auto_model(1e9));
-    // Never opened (opening names the adapter), never run.
+    // Never opened (opening names the adapter and is timed), never run.
     assert_eq!(profile.used, ndvm_systems::device::DeviceUsed::cpu());
+    assert_eq!(profile.device.open_s, 0.0);
     assert_eq!(profile.device.runs, 0);
     // One lane of each candidate walked to judge it, then the CPU fit's groups: its bits.
     let (c, g) = (&cpu_profile.counters, &profile.counters);

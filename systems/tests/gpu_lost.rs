@@ -3,47 +3,13 @@
 //! on the CPU alone. Its own test binary: it destroys the process's shared device.
 #![cfg(feature = "gpu")]
 
-use bevy_ecs::prelude::*;
-use ndvm_components::scene::{Device, Scene};
+use ndvm_components::scene::Device;
 use ndvm_systems::prelude::*;
 use std::path::PathBuf;
 
-fn scene(device: Device) -> Scene {
-    let text = r#"Scene(
-        candidates: [Inline(name: "decay", src: "(* A (exp (- 0 (* k t))))")],
-        parameters: Parameters(
-            names: ["A", "k"],
-            init: {"A": 1.0, "k": 0.5},
-            restarts: Restarts(count: 8, scale: 0.3, seed: 4),
-        ),
-        data: Some(Csv(path: "decay.csv", columns: {"t": "t"}, target: "counts")),
-        loss: Mse,
-        optimizer: Adam(lr: 0.05),
-        precision: Some(F32),
-        steps: 12,
-    )"#;
-    let mut scene = Scene::from_ron(text).expect("parses");
-    scene.device = Some(device);
-    scene
-}
+mod lose_device;
 
-/// Destroys the shared device after the gpu stage's third run.
-struct LoseIt;
-
-impl Plugin for LoseIt {
-    fn build(&self, engine: &mut EngineBuilder) {
-        engine.schedule(|s| {
-            s.add_systems(lose.after(Stage::Gpu).before(Stage::Replay));
-        });
-    }
-}
-
-fn lose(mut runs: Local<u32>) {
-    *runs += 1;
-    if *runs == 3 {
-        ndvm_gpu::Gpu::shared().expect("gpu").destroy();
-    }
-}
+use lose_device::{LoseIt, scene};
 
 #[test]
 fn a_device_lost_mid_fit_leaves_the_fit_on_the_cpu_at_its_width() {

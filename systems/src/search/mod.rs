@@ -304,6 +304,8 @@ impl Search {
                 // Passes of fixed steps: admissions must not depend on time.
                 pass_millis: None,
                 trace_passes: options.trace_passes,
+                // Calibrations are many and short: one step in eight is timed.
+                time_first_steps: false,
             },
             engine: options.engine.clone(),
             precision: Some(precision),

@@ -33,7 +33,7 @@ use crate::device::DeviceUsed;
 use crate::machine::{Machine, positions};
 use crate::profile::{Profile, Stage, StageTimer};
 use crate::resources::{DeviceWidth, FitSettings, StopSignal};
-use crate::stages::pipeline::Piped;
+use crate::stages::pipeline::{Pacing, Piped};
 use crate::stages::replay::split_off;
 use crate::stages::schedule::OnHost;
 use bevy_ecs::prelude::*;
@@ -132,12 +132,14 @@ type Group<'a> = (
 );
 
 type Owner<'a> = (
+    Entity,
     &'a FitSpec,
     &'a ParamValues,
     &'a Compiled,
     &'a Status,
     &'a mut Groups,
     Has<OnHost>,
+    Has<Piped>,
 );
 
 /// What the stage reads besides the world's groups.
@@ -146,6 +148,7 @@ pub struct Context<'w> {
     settings: Res<'w, FitSettings>,
     stop: Res<'w, StopSignal>,
     width: ResMut<'w, DeviceWidth>,
+    pacing: ResMut<'w, Pacing>,
     ctx: ResMut<'w, GpuContext>,
     profile: ResMut<'w, Profile>,
 }
@@ -169,11 +172,23 @@ pub fn gpu(
         if *route == Route::Device {
             *route = Route::Walk;
         }
-        let Ok((spec, values, compiled, status, _, on_host)) = candidates.get(group.candidate)
+        let Ok((_, spec, values, compiled, status, _, on_host, is_piped)) =
+            candidates.get(group.candidate)
         else {
             continue;
         };
-        if *status != Status::Active || cx.settings.walk_every_step || on_host {
+        if *status != Status::Active || cx.settings.walk_every_step {
+            continue;
+        }
+        if on_host {
+            // Declined last run (this run the stage systems stepped it, its declined group cut):
+            // from now on its groups are the CPU's width, and the pipeline steps it.
+            if piped && !is_piped {
+                commands.entity(group.candidate).insert(Piped);
+            }
+            let rest = cut_to(&mut group, host);
+            cx.profile.counters.groups +=
+                spawn_all(&mut commands, &mut candidates, group.candidate, rest, host);
             continue;
         }
         let walk = tape::Walk {
@@ -202,11 +217,7 @@ pub fn gpu(
             Verdict::Ran(run) => run,
             Verdict::Cpu | Verdict::Never => {
                 if matches!(verdict, Verdict::Never) {
-                    let mut on = commands.entity(group.candidate);
-                    on.insert(OnHost);
-                    if piped {
-                        on.insert(Piped);
-                    }
+                    commands.entity(group.candidate).insert(OnHost);
                 }
                 let rest = cut_to(&mut group, host);
                 cx.profile.counters.groups +=
@@ -214,9 +225,9 @@ pub fn gpu(
                 continue;
             }
             Verdict::Lost(e) => {
-                if cx.ctx.gpu.is_none() {
-                    let name = cx.ctx.adapter.take().map(|a: Adapter| a.name);
-                    cx.profile.used = DeviceUsed::gpu(name.unwrap_or_default(), false);
+                if let Some(a) = cx.ctx.adapter.take() {
+                    // The device did not open.
+                    cx.profile.used = DeviceUsed::gpu(a.name, a.software);
                 }
                 cx.ctx.lost = Some(e);
                 break;
@@ -252,17 +263,25 @@ pub fn gpu(
         }
     }
     if cx.ctx.lost.is_some() {
-        // The CPU takes over: no group may stay wider than it walks. A wide group the device
-        // served before it failed is evaluated again on the CPU, at the CPU's width.
+        // The CPU takes over: no group may stay wider than it walks, and every group is the
+        // CPU's to evaluate — this run too, one the device served before it failed (or in the
+        // last run, after the failing group in this one) included. In a fit that pipes, the
+        // pipeline steps every candidate from now on.
         cx.width.0 = None;
         for (mut group, mut route, ..) in &mut groups {
+            *route = Route::Walk;
             let rest = cut_to(&mut group, host);
-            if !rest.is_empty() {
-                *route = Route::Walk;
-            }
             cx.profile.counters.groups +=
                 spawn_all(&mut commands, &mut candidates, group.candidate, rest, host);
         }
+        if piped {
+            for (entity, .., is_piped) in &candidates {
+                if !is_piped {
+                    commands.entity(entity).insert(Piped);
+                }
+            }
+        }
+        *cx.pacing = Pacing::all_piped(&cx.settings);
         cx.ctx.gpu = None;
         cx.profile.used.lost.clone_from(&cx.ctx.lost);
     }
@@ -323,7 +342,7 @@ fn spawn_all(
 ) -> u64 {
     for chunk in lanes.chunks(width) {
         let id = split_off::<f32>(commands, candidate, chunk.to_vec());
-        if let Ok((.., mut ids, _)) = candidates.get_mut(candidate) {
+        if let Ok((.., mut ids, _, _)) = candidates.get_mut(candidate) {
             ids.0.push(id);
         }
     }

@@ -39,13 +39,13 @@ type Active<'a> = (
 pub(crate) const SAMPLE: usize = 8;
 
 /// How many steps the time of task `task`'s step stands for in the profile, its candidate
-/// having taken `steps`: its first [`SAMPLE`] steps are each timed (a short fit still shows
-/// every stage), then one step in [`SAMPLE`], scaled up to stand for the others; 0 when this
-/// one is not timed. Reading the clock around every step's replay, merge and optimizer cost
-/// 3–9% of a search's one-thread time.
-pub(crate) fn sample_weight(task: usize, steps: u32) -> u32 {
+/// having taken `steps`: with `first`, its first [`SAMPLE`] steps are each timed (a short fit
+/// still shows every stage); then one step in [`SAMPLE`], scaled up to stand for the others; 0
+/// when this one is not timed. Reading the clock around every step's replay, merge and
+/// optimizer cost 3–9% of a search's one-thread time ([`crate::resources::FitSettings::time_first_steps`]).
+pub(crate) fn sample_weight(task: usize, steps: u32, first: bool) -> u32 {
     match steps as usize {
-        s if s < SAMPLE => 1,
+        s if first && s < SAMPLE => 1,
         s if (task + s).is_multiple_of(SAMPLE) => SAMPLE as u32,
         _ => 0,
     }
@@ -75,7 +75,7 @@ pub fn optimize(
             |(i, (spec, ids, results, values, state, history, status))| {
                 let views: Vec<GroupView<'_>> =
                     ids.0.iter().filter_map(|&g| groups.get(g).ok()).collect();
-                let weight = sample_weight(i, history.steps);
+                let weight = sample_weight(i, history.steps, true);
                 let fitting = Fitting {
                     spec,
                     results,

@@ -8,7 +8,7 @@
 //!
 //! With [`FitSettings::steps_per_pass`] above 1 this stage does the replay, walk, backward,
 //! merge-masks and optimize stages' work itself for the candidates marked [`Piped`] (the stage
-//! systems step the others, [`Stepped`]): one parallel task per active candidate takes it `steps_per_pass` steps, each replaying (or
+//! systems step the others, [`Pacing`]): one parallel task per active candidate takes it `steps_per_pass` steps, each replaying (or
 //! walking) its groups, differentiating them, merging them and moving its parameters with the
 //! stages' own functions (`replay_differentiate`, `walk_differentiate`, `merge_and_step`), on
 //! one core while its tape and bindings are in that core's cache — the same core from pass to
@@ -100,19 +100,35 @@ impl<R: Real> Slot<'_, R> {
 /// Marks a candidate that takes its steps in the pipeline's tasks; the stage systems step the
 /// others, one step per schedule run. A CPU fit admits every candidate piped (unless it steps
 /// a step at a time: `steps_per_pass` 1, `walk_every_step`, plugin hooks). While a device is in
-/// use its candidates step at the GPU stage's pace, and one the device does not take
-/// ([`crate::stages::schedule::OnHost`]) is piped from then on.
+/// use its candidates step at the GPU stage's pace; one the device does not take
+/// ([`crate::stages::schedule::OnHost`]) is piped from the next schedule run on, and once the
+/// device is lost every candidate is ([`Pacing`]).
 #[derive(Component, Clone, Copy, Debug, Default)]
 pub struct Piped;
 
-/// Whether some candidates step through the stage systems (a run condition of those systems):
-/// see [`Piped`].
+/// Who steps the candidates ([`Piped`]).
 #[derive(Resource, Clone, Copy, Debug)]
-pub struct Stepped(pub bool);
+pub struct Pacing {
+    /// Candidates admitted from now on are piped.
+    pub admit_piped: bool,
+    /// The stage systems run: some candidates are not piped (their run condition).
+    pub stepped: bool,
+}
+
+impl Pacing {
+    /// Every candidate piped from now on, in a fit that pipes at all.
+    pub fn all_piped(settings: &FitSettings) -> Pacing {
+        let piped = settings.pipelined();
+        Pacing {
+            admit_piped: piped,
+            stepped: !piped,
+        }
+    }
+}
 
 /// The run condition of the stage systems the pipeline stands in for.
-pub fn stepped(stepped: Res<Stepped>) -> bool {
-    stepped.0
+pub fn stepped(pacing: Res<Pacing>) -> bool {
+    pacing.stepped
 }
 
 /// The run condition of the pipeline: it may have candidates.
@@ -123,8 +139,11 @@ pub fn pipelined(settings: Res<FitSettings>) -> bool {
 /// What the pass shares with every task.
 struct Shared<'a> {
     steps: u32,
-    /// When the pass stops taking steps ([`FitSettings::pass_millis`]).
+    /// When the pass stops taking steps ([`FitSettings::pass_millis`], or the stop's deadline
+    /// if sooner).
     until: Option<Instant>,
+    /// Every one of a candidate's first steps is timed ([`FitSettings::time_first_steps`]).
+    first: bool,
     stop: &'a ndvm_engine::Stop,
     payload: Option<u64>,
     /// What a candidate's task computes as it finishes ([`Scorer`]).
@@ -180,11 +199,20 @@ pub fn pipeline<R: Real>(
             },
         ));
     }
+    // The stop's deadline is looked at here, once a pass; inside the pass a fit's candidates
+    // read the clock once a step (for the pass's end, or the deadline if sooner) and a search's
+    // never (its passes are a few milliseconds).
+    if stop.0.requested() {
+        return;
+    }
+    let until = settings.pass_millis.map(|ms| {
+        let end = start + Duration::from_millis(u64::from(ms));
+        stop.0.deadline.map_or(end, |d| end.min(d))
+    });
     let shared = Shared {
         steps: settings.steps_per_pass,
-        until: settings
-            .pass_millis
-            .map(|ms| start + Duration::from_millis(u64::from(ms))),
+        until,
+        first: settings.time_first_steps,
         stop: &stop.0,
         payload: settings.payload_bytes,
         score: scorer.as_ref().and_then(|s| s.0.as_deref()),
@@ -287,7 +315,7 @@ fn advance<R: Real>(
     } = task;
     let mut done = Done::default();
     for _ in 0..shared.steps {
-        if *f.status != Status::Active || shared.stop.requested() {
+        if *f.status != Status::Active || shared.stop.interrupted() {
             break;
         }
         // At least one step per pass, then none past the pass's time.
@@ -301,7 +329,7 @@ fn advance<R: Real>(
             src: source,
         };
         // This step's replays, merge and optimizer step are timed by sample.
-        let weight = sample_weight(index, f.history.steps);
+        let weight = sample_weight(index, f.history.steps, shared.first);
         // A wide candidate's groups spread over the cores, as in the stages.
         let one = |slot: &mut Slot<'_, R>| {
             let (group, machine, out) = slot.parts();
