@@ -223,22 +223,7 @@ fn scene_run(
     dir: &std::path::Path,
     device: Device,
 ) -> (FitReport, ndvm_systems::profile::ProfileReport) {
-    let mut scene = scene.clone();
-    scene.device = Some(device);
-    let options = FitOptions {
-        engine: EngineBuilder::new()
-            .plugin(&hill::Pharmacology)
-            .build()
-            .expect("engine"),
-        settings: FitSettings {
-            lanes_per_group: 64,
-            ..FitSettings::default()
-        },
-        ..FitOptions::default()
-    };
-    let mut fit = Fit::new(&scene, dir, &options).expect("starts");
-    let report = fit.run(|_| {});
-    (report, fit.profile().report())
+    scene_run_with(scene, dir, device, Default::default())
 }
 
 /// The hill law twice: through the plugin's primitive (which the device cannot run) and

@@ -3,43 +3,19 @@
 //! on the CPU alone. Its own test binary: it destroys the process's shared device.
 #![cfg(feature = "gpu")]
 
-use ndvm_components::scene::Device;
-use ndvm_systems::prelude::*;
-use std::path::PathBuf;
-
 mod lose_device;
 
-use lose_device::{LoseIt, scene};
+use lose_device::{have_gpu, losing, run, scene};
+use ndvm_components::scene::Device;
+use ndvm_systems::prelude::*;
 
 #[test]
 fn a_device_lost_mid_fit_leaves_the_fit_on_the_cpu_at_its_width() {
-    if let Err(e) = ndvm_gpu::Gpu::shared() {
-        assert!(
-            !std::env::var("REQUIRE_GPU").is_ok_and(|v| v == "1"),
-            "REQUIRE_GPU=1 but {e}"
-        );
+    if !have_gpu() {
         return;
     }
-    let scenes = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../scenes");
-    let run = |device, engine: Engine| {
-        let options = FitOptions {
-            engine,
-            settings: FitSettings {
-                lanes_per_group: 64,
-                ..FitSettings::default()
-            },
-            ..FitOptions::default()
-        };
-        let mut fit = Fit::new(&scene(device), &scenes, &options).expect("starts");
-        let report = fit.run(|_| {});
-        (report, fit.profile().report())
-    };
-    let (cpu, _) = run(Device::Cpu, Engine::default());
-    let lose_it = EngineBuilder::new()
-        .plugin(&LoseIt)
-        .build()
-        .expect("engine");
-    let (gpu, profile) = run(Device::Gpu, lose_it);
+    let (cpu, _) = run(&scene(Device::Cpu), 64, Engine::default());
+    let (gpu, profile) = run(&scene(Device::Gpu), 64, losing());
     let lost = profile.used.lost.as_deref().expect("the loss is reported");
     assert!(!lost.is_empty());
     // Three device runs of the one 320-lane group (8 restarts × 40 points), then the CPU: its

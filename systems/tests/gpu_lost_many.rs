@@ -6,18 +6,13 @@
 
 mod lose_device;
 
-use lose_device::{LoseIt, scene};
-use ndvm_components::scene::{Device, Scene};
+use lose_device::{have_gpu, losing, run, scene};
+use ndvm_components::scene::Device;
 use ndvm_systems::prelude::*;
-use std::path::PathBuf;
 
 #[test]
 fn every_group_the_device_served_is_the_cpus_after_it_is_lost() {
-    if let Err(e) = ndvm_gpu::Gpu::shared() {
-        assert!(
-            !std::env::var("REQUIRE_GPU").is_ok_and(|v| v == "1"),
-            "REQUIRE_GPU=1 but {e}"
-        );
+    if !have_gpu() {
         return;
     }
     // Two candidates, each one group the CPU's width would not cut (320 lanes under 512): the
@@ -29,28 +24,10 @@ fn every_group_the_device_served_is_the_cpus_after_it_is_lost() {
         *src = "(* A (exp (* (- 0 k) t)))".into();
     }
     scene.candidates.push(other);
-    let scenes = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../scenes");
-    let run = |scene: &Scene, engine: Engine| {
-        let options = FitOptions {
-            engine,
-            settings: FitSettings {
-                lanes_per_group: 512,
-                ..FitSettings::default()
-            },
-            ..FitOptions::default()
-        };
-        let mut fit = Fit::new(scene, &scenes, &options).expect("starts");
-        let report = fit.run(|_| {});
-        (report, fit.profile().report())
-    };
     let mut on_cpu = scene.clone();
     on_cpu.device = Some(Device::Cpu);
-    let (cpu, _) = run(&on_cpu, Engine::default());
-    let lose_it = EngineBuilder::new()
-        .plugin(&LoseIt)
-        .build()
-        .expect("engine");
-    let (gpu, profile) = run(&scene, lose_it);
+    let (cpu, _) = run(&on_cpu, 512, Engine::default());
+    let (gpu, profile) = run(&scene, 512, losing());
     assert!(profile.used.lost.is_some(), "{:?}", profile.used);
     for (a, b) in cpu.candidates.iter().zip(&gpu.candidates) {
         assert_eq!((a.status, b.status), ("done", "done"), "{}", a.name);

@@ -5,6 +5,44 @@
 use bevy_ecs::prelude::*;
 use ndvm_components::scene::{Device, Scene};
 use ndvm_systems::prelude::*;
+use ndvm_systems::profile::ProfileReport;
+use std::path::PathBuf;
+
+/// Whether a device is there to lose; without one the test skips (with `REQUIRE_GPU=1`, fails).
+pub fn have_gpu() -> bool {
+    match ndvm_gpu::Gpu::shared() {
+        Ok(_) => true,
+        Err(e) => {
+            let required = std::env::var("REQUIRE_GPU").is_ok_and(|v| v == "1");
+            assert!(!required, "REQUIRE_GPU=1 but {e}");
+            false
+        }
+    }
+}
+
+/// Fits `scene` (relative to `scenes/`) with the CPU walking groups of `lanes_per_group`.
+pub fn run(scene: &Scene, lanes_per_group: usize, engine: Engine) -> (FitReport, ProfileReport) {
+    let scenes = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../scenes");
+    let options = FitOptions {
+        engine,
+        settings: FitSettings {
+            lanes_per_group,
+            ..FitSettings::default()
+        },
+        ..FitOptions::default()
+    };
+    let mut fit = Fit::new(scene, &scenes, &options).expect("starts");
+    let report = fit.run(|_| {});
+    (report, fit.profile().report())
+}
+
+/// The plugin [`LoseIt`] as an engine.
+pub fn losing() -> Engine {
+    EngineBuilder::new()
+        .plugin(&LoseIt)
+        .build()
+        .expect("engine")
+}
 
 pub fn scene(device: Device) -> Scene {
     let text = r#"Scene(
