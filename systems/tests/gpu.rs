@@ -320,6 +320,25 @@ fn auto_never_opens_a_device_it_would_not_win_and_the_fit_stays_piped() {
     assert!(g.steps < 15, "{} schedule runs", g.steps);
 }
 
+#[test]
+fn auto_never_opens_the_device_for_a_tape_it_cannot_run() {
+    if !have_gpu() {
+        return;
+    }
+    // The plugin's law alone, with a model that would send any tape to the device: its tape
+    // has a custom primitive, so the device must stay closed.
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("examples");
+    let mut scene = hill_pair(&dir);
+    scene.candidates.truncate(1);
+    let (cpu, _) = scene_run_with(&scene, &dir, Device::Cpu, auto_model(0.0));
+    let (auto, profile) = scene_run_with(&scene, &dir, Device::Auto, auto_model(0.0));
+    assert_eq!(profile.used, ndvm_systems::device::DeviceUsed::cpu());
+    assert_eq!(profile.device.open_s, 0.0);
+    let (c, a) = (&cpu.candidates[0], &auto.candidates[0]);
+    assert_eq!((c.name.as_str(), c.status), ("hill", "done"));
+    assert_eq!(c.loss.to_bits(), a.loss.to_bits());
+}
+
 fn scene_run_with(
     scene: &Scene,
     dir: &std::path::Path,

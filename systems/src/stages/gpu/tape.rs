@@ -14,7 +14,7 @@ use crate::stages::walk::{bind, update_params};
 use ndvm_bytecode::Executable;
 use ndvm_components::prelude::*;
 use ndvm_engine::prelude::*;
-use ndvm_gpu::{Adapter, DeviceRun, DeviceTape, Gpu, GpuError, Kernel};
+use ndvm_gpu::{Adapter, DeviceRun, DeviceTape, Gpu, GpuError, Kernel, Segmenting};
 
 /// A tape on the device and what it runs for.
 #[derive(Debug)]
@@ -191,11 +191,17 @@ pub(super) fn judge(
     }
     walk_one(m, group, walk, profile)?;
     let rec = m.vm.recording().ok_or(Verdict::Never)?;
-    if rec.result.len() == 1 && wins_here(model, adapter.software, &rec, group.lanes.len()) {
-        Ok(())
-    } else {
-        Err(Verdict::Never)
+    if rec.result.len() != 1 || !wins_here(model, adapter.software, &rec, group.lanes.len()) {
+        return Err(Verdict::Never);
     }
+    // A tape the interpreter cannot encode (a custom primitive) would be refused once the
+    // device is open: it must not open the device.
+    let limits = match adapter.software {
+        true => Segmenting::SOFTWARE,
+        false => Segmenting::HARDWARE,
+    };
+    ndvm_gpu::Encoded::new(&rec, limits).map_err(refused)?;
+    Ok(())
 }
 
 /// Uploads the one-lane tape [`walk_one`] recorded, to run over the group's lanes.
