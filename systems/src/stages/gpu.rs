@@ -200,12 +200,22 @@ pub fn gpu(
         };
         let m = &mut *machine;
         let verdict = if let Some(gpu) = cx.ctx.gpu.clone() {
-            tape::run(&gpu, model.as_ref(), m, &group, &walk, &mut cx.profile)
+            tape::run(
+                &gpu,
+                model.as_ref(),
+                m,
+                (&group, false),
+                &walk,
+                &mut cx.profile,
+            )
         } else if let (Some(adapter), Some(model)) = (cx.ctx.adapter.clone(), model) {
             // `Auto` with the device still closed: it opens for the first group it would win.
             match tape::judge(&adapter, &model, m, &group, &walk, &mut cx.profile) {
                 Ok(()) => match cx.ctx.open(&mut cx.profile) {
-                    Ok(gpu) => tape::run(&gpu, Some(&model), m, &group, &walk, &mut cx.profile),
+                    Ok(gpu) => {
+                        let judged = (&*group, true);
+                        tape::run(&gpu, Some(&model), m, judged, &walk, &mut cx.profile)
+                    }
                     Err(e) => Verdict::Lost(e),
                 },
                 Err(v) => v,

@@ -58,11 +58,12 @@ pub(super) enum Verdict {
 
 /// Runs the group on the device: its current tape, or a new one (uploaded here). When every
 /// lane of the group fails an older tape's guards, the group's first lane is walked afresh once.
+/// `judged`: [`judge`] has just walked the group's first lane, and that tape is uploaded.
 pub(super) fn run(
     gpu: &Gpu,
     model: Option<&CostModel>,
     m: &mut Machine<f32>,
-    group: &LaneGroup,
+    (group, judged): (&LaneGroup, bool),
     walk: &Walk<'_>,
     profile: &mut Profile,
 ) -> Verdict {
@@ -78,7 +79,10 @@ pub(super) fn run(
     let mut walked_now = false;
     for attempt in 0..2 {
         if m.device.is_none() {
-            let uploaded = if attempt == 0 && walked_for(m, group) {
+            let uploaded = if attempt == 0 && judged {
+                walked_now = true;
+                upload_one(gpu, model, m, group, walk)
+            } else if attempt == 0 && walked_for(m, group) {
                 upload_walked(gpu, model, m)
             } else {
                 walked_now = true;
