@@ -171,8 +171,7 @@ pub fn shader_source() -> String {
 impl Gpu {
     /// The best adapter's device with the interpreter compiled, or why there is none.
     pub fn new() -> Result<Gpu, GpuError> {
-        let adapter = quiet_loader(|| pollster::block_on(Self::adapter()))?;
-        pollster::block_on(Self::open(adapter))
+        pollster::block_on(Self::open(Self::found()?))
     }
 
     /// The process's device, opened once (opening compiles the interpreter) and shared by
@@ -186,12 +185,15 @@ impl Gpu {
     /// compiled interpreter): what `auto` looks at before any work says the device would win.
     /// Found once per process.
     pub fn probe() -> Result<Adapter, GpuError> {
-        static PROBE: OnceLock<Result<Adapter, GpuError>> = OnceLock::new();
-        PROBE
-            .get_or_init(|| {
-                let adapter = quiet_loader(|| pollster::block_on(Self::adapter()))?;
-                Ok(Adapter::of(&adapter.get_info()))
-            })
+        Self::found().map(|a| Adapter::of(&a.get_info()))
+    }
+
+    /// The best adapter, looked for once per process (a Vulkan instance and its adapters:
+    /// ~30 ms); [`Gpu::probe`] and every device opened share it.
+    fn found() -> Result<wgpu::Adapter, GpuError> {
+        static FOUND: OnceLock<Result<wgpu::Adapter, GpuError>> = OnceLock::new();
+        FOUND
+            .get_or_init(|| quiet_loader(|| pollster::block_on(Self::adapter())))
             .clone()
     }
 
