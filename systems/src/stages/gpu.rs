@@ -18,10 +18,11 @@
 //! walked on the CPU — and the device is opened only when the first group goes to it
 //! ([`GpuContext::adapter`]). A candidate the device cannot run (a custom primitive, a node
 //! longer than a software adapter runs, a result that is not one number) or that `auto`
-//! declines is marked [`OnHost`]: its group is cut to the CPU's width at once and it stays on
-//! the CPU, in the pipeline's tasks when the fit has them ([`Piped`]). A device that fails mid-fit (lost, out of memory) is reported once, every
-//! wide group is cut to the CPU's width, and the fit goes on on the CPU: every result so far
-//! stands. Groups run one after another (the device is one queue).
+//! declines is marked [`OnHost`]: its group is cut to the CPU's width at once, its other groups
+//! in the next run, and from then on it stays on the CPU, in the pipeline's tasks when the fit
+//! has them ([`Piped`]). A device that fails mid-fit (lost, out of memory) is reported once,
+//! every group is the CPU's from then on (cut to its width), and the fit goes on on the CPU:
+//! every result so far stands. Groups run one after another (the device is one queue).
 
 mod cost;
 mod tape;

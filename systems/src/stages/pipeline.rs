@@ -8,9 +8,9 @@
 //!
 //! With [`FitSettings::steps_per_pass`] above 1 this stage does the replay, walk, backward,
 //! merge-masks and optimize stages' work itself for the candidates marked [`Piped`] (the stage
-//! systems step the others, [`Pacing`]): one parallel task per active candidate takes it `steps_per_pass` steps, each replaying (or
-//! walking) its groups, differentiating them, merging them and moving its parameters with the
-//! stages' own functions (`replay_differentiate`, `walk_differentiate`, `merge_and_step`), on
+//! systems step the others, [`Pacing`]): one parallel task per active candidate takes it
+//! `steps_per_pass` steps, each replaying (or walking) its groups, differentiating them,
+//! merging them and moving its parameters with the stages' own functions (`replay_differentiate`, `walk_differentiate`, `merge_and_step`), on
 //! one core while its tape and bindings are in that core's cache — the same core from pass to
 //! pass where it can ([`crate::homes`]). Lanes whose guards fail are split off into a new group
 //! inside the task and walked at once, as the walk stage would; new groups become entities
@@ -171,6 +171,12 @@ pub fn pipeline<R: Real>(
     mut candidates: Query<Active<'static>, With<Piped>>,
     mut groups: Query<GroupParts<'static, R>>,
 ) {
+    // The stop's deadline is looked at here, once a pass; inside the pass a fit's candidates
+    // read the clock once a step (for the pass's end, or the deadline if sooner) and a search's
+    // never (its passes are a few milliseconds).
+    if stop.0.requested() {
+        return;
+    }
     let span = tracing::info_span!("pipeline").entered();
     let start = Instant::now();
     let mut todo: Vec<_> = candidates
@@ -198,12 +204,6 @@ pub fn pipeline<R: Real>(
                 out: out.into_inner(),
             },
         ));
-    }
-    // The stop's deadline is looked at here, once a pass; inside the pass a fit's candidates
-    // read the clock once a step (for the pass's end, or the deadline if sooner) and a search's
-    // never (its passes are a few milliseconds).
-    if stop.0.requested() {
-        return;
     }
     let until = settings.pass_millis.map(|ms| {
         let end = start + Duration::from_millis(u64::from(ms));
