@@ -16,6 +16,7 @@ use crate::prims::scalar::Op;
 use crate::real::Real;
 use crate::tape::{ExtArg, Form, Tape, TapeNode};
 use crate::tape::{SKIP_A, SKIP_B};
+use std::ops::Range;
 
 mod place;
 
@@ -83,7 +84,10 @@ pub fn backward<R: Real>(
     for (i, n) in tape.nodes.iter().enumerate().rev() {
         let skip = tape.skip.get(i).copied().unwrap_or(0);
         let layout = sets.layout(n.lanes);
-        take(tape, payload, place, n, &mut g);
+        // An elementwise node's output adjoint is taken below, only where it must be.
+        if matches!(n.op, Op::Select | Op::Ext) || n.op.is_linalg() {
+            take(tape, payload, place, n, &mut g);
+        }
         if n.op == Op::Select {
             select_vjp(payload, sets, place, (n, skip), &g);
         } else if n.op == Op::Ext {
@@ -92,9 +96,19 @@ pub fn backward<R: Real>(
             let work = work.get_or_insert_with(Work::default);
             linalg_vjp(tape, payload, place, (n, skip), layout, &g, work);
         } else {
+            // The output's adjoint is read where it is when no operand's adjoint overlaps it
+            // (no copy), and zeroed once the node is done; otherwise it is taken out first.
+            let at = place.at(n.out) as usize;
+            let whole = at * lanes..(at + n.elements() as usize) * lanes;
+            let up = if apart(place, n) {
+                Upstream::InPlace(whole.start)
+            } else {
+                take(tape, payload, place, n, &mut g);
+                Upstream::Taken(&g)
+            };
             let mut vjp = |span| {
                 let node = (n, skip);
-                node_vjp(tape, payload, place, &mut gather, node, span, &g, layout);
+                node_vjp(tape, payload, place, &mut gather, node, span, up, layout);
             };
             if layout == Layout::All {
                 // Every lane: the node's elements are one contiguous run.
@@ -103,6 +117,9 @@ pub fn backward<R: Real>(
                 for e in 0..n.elements() {
                     vjp((e, lanes));
                 }
+            }
+            if let Upstream::InPlace(_) = up {
+                payload.adjoint[whole].fill(R::zero());
             }
         }
     }
@@ -237,7 +254,7 @@ fn linalg_vjp<R: Real>(
 
 /// One node's VJP over the lanes of its set, through the vectorized lane kernels: element `e` of
 /// the node's elements, `b` numbers wide (B, or every element's B lanes at once from `e = 0`).
-/// `g` is the output's adjoint (all elements, all lanes).
+/// `up` says where the output's adjoint (all elements, all lanes) is read.
 #[allow(clippy::too_many_arguments)]
 fn node_vjp<R: Real>(
     tape: &Tape<R>,
@@ -246,7 +263,7 @@ fn node_vjp<R: Real>(
     gather: &mut Gather<R>,
     (n, skip): (&TapeNode, u8),
     (e, b): (u32, usize),
-    g: &[R],
+    up: Upstream<'_, R>,
     layout: Layout,
 ) {
     let (grad_a, grad_b) = (skip & SKIP_A == 0, skip & SKIP_B == 0);
@@ -263,64 +280,130 @@ fn node_vjp<R: Real>(
     // The operands' adjoints, where the placement put them.
     let (da, dc) = (at(place.at(n.a)), at(place.at(n.b)));
     let x = &p.primal;
-    let adj = &mut p.adjoint;
-    let zg = (&x[o..o + b], &g[e as usize * lanes..][..b]);
+    let z = &x[o..o + b];
     let slot = |at: usize| &x[at..at + b];
     let op = n.op;
+    // The output's adjoint for these lanes, within the node's.
+    let g_run = e as usize * lanes..e as usize * lanes + b;
+    let adj = &mut p.adjoint[..];
     match form {
         Form::SlotSlot if a != c && !(grad_a && grad_b) => {
             // One side is a constant leaf: accumulate into the other only.
             let ab = (Arg::Lanes(slot(a)), Arg::Lanes(slot(c)));
             let at = if grad_a { da } else { dc };
-            let g = &mut adj[at..at + b];
+            let (d, g) = one_run(adj, at..at + b, up, g_run);
             let grads = if grad_a {
-                Grads::First(g)
+                Grads::First(d)
             } else {
-                Grads::Second(g)
+                Grads::Second(d)
             };
-            backward2_over(op, ab, zg, grads, layout, gather);
+            backward2_over(op, ab, (z, g), grads, layout, gather);
         }
-        Form::Unary => backward1_over(
-            op,
-            &mut adj[da..da + b],
-            (slot(a), zg.0, zg.1),
-            layout,
-            gather,
-        ),
+        Form::Unary => {
+            let (d, g) = one_run(adj, da..da + b, up, g_run);
+            backward1_over(op, d, (slot(a), z, g), layout, gather);
+        }
         Form::SlotConst => {
             let ab = (Arg::Lanes(slot(a)), Arg::Const(tape.consts[n.b as usize]));
-            let grads = Grads::First(&mut adj[da..da + b]);
-            backward2_over(op, ab, zg, grads, layout, gather);
+            let (d, g) = one_run(adj, da..da + b, up, g_run);
+            backward2_over(op, ab, (z, g), Grads::First(d), layout, gather);
         }
         Form::ConstSlot => {
             let ab = (Arg::Const(tape.consts[n.a as usize]), Arg::Lanes(slot(c)));
-            let grads = Grads::Second(&mut adj[dc..dc + b]);
-            backward2_over(op, ab, zg, grads, layout, gather);
+            let (d, g) = one_run(adj, dc..dc + b, up, g_run);
+            backward2_over(op, ab, (z, g), Grads::Second(d), layout, gather);
         }
         Form::SlotSlot if a == c => {
             let ab = (Arg::Lanes(slot(a)), Arg::Lanes(slot(c)));
-            let grads = Grads::Same(&mut adj[da..da + b]);
-            backward2_over(op, ab, zg, grads, layout, gather);
+            let (d, g) = one_run(adj, da..da + b, up, g_run);
+            backward2_over(op, ab, (z, g), Grads::Same(d), layout, gather);
         }
         Form::SlotSlot => {
             // Distinct operands have distinct adjoints (a placement keeps live units apart).
-            let (lo, hi, swap) = if da < dc {
-                (da, dc, false)
-            } else {
-                (dc, da, true)
-            };
-            let (first, second) = adj.split_at_mut(hi);
-            let (g_lo, g_hi) = (&mut first[lo..lo + b], &mut second[..b]);
-            let grads = if swap {
-                Grads::Both(g_hi, g_lo)
-            } else {
-                Grads::Both(g_lo, g_hi)
-            };
+            let (da, dc, g) = two_runs(adj, (da..da + b, dc..dc + b), up, g_run);
             let ab = (Arg::Lanes(slot(a)), Arg::Lanes(slot(c)));
-            backward2_over(op, ab, zg, grads, layout, gather);
+            backward2_over(op, ab, (z, g), Grads::Both(da, dc), layout, gather);
         }
         Form::ConstConst => {}
     }
+}
+
+/// Where a node's output adjoint is read in its VJP.
+#[derive(Clone, Copy)]
+enum Upstream<'g, R> {
+    /// Taken out of the buffer first ([`take`]): an operand's adjoint overlaps it.
+    Taken(&'g [R]),
+    /// In the buffer, from this index: no operand's adjoint overlaps it ([`apart`]).
+    InPlace(usize),
+}
+
+/// Whether the node's output adjoint (all its elements) and each operand's that its VJP writes
+/// are apart in the buffer, so that the VJP can read the first in place while it writes the
+/// others. Only a pooled placement ever puts an operand in units the output leaves free.
+fn apart(place: &Placement, n: &TapeNode) -> bool {
+    let len = n.elements() as usize;
+    let run = |slot: u32| {
+        let s = place.at(slot) as usize;
+        s..s + len
+    };
+    let out = run(n.out);
+    let off = |slot: u32| clear(&run(slot), &out);
+    match n.form {
+        Form::Unary | Form::SlotConst => off(n.a),
+        Form::ConstSlot => off(n.b),
+        Form::SlotSlot => off(n.a) && off(n.b),
+        Form::ConstConst => true,
+    }
+}
+
+/// The operand adjoint run `d` to write, and the output adjoint's lanes `g` (relative to the
+/// node's output): in place, [`apart`] has kept the two clear of each other.
+fn one_run<'a, R: Real>(
+    adj: &'a mut [R],
+    d: Range<usize>,
+    up: Upstream<'a, R>,
+    g: Range<usize>,
+) -> (&'a mut [R], &'a [R]) {
+    match up {
+        Upstream::Taken(t) => (&mut adj[d], &t[g]),
+        Upstream::InPlace(at) => {
+            let [d, g] = disjoint(adj, [d, at + g.start..at + g.end]);
+            (d, g)
+        }
+    }
+}
+
+/// [`one_run`] for two operands, whose adjoint runs a placement keeps apart.
+fn two_runs<'a, R: Real>(
+    adj: &'a mut [R],
+    (a, c): (Range<usize>, Range<usize>),
+    up: Upstream<'a, R>,
+    g: Range<usize>,
+) -> (&'a mut [R], &'a mut [R], &'a [R]) {
+    match up {
+        Upstream::Taken(t) => {
+            let [a, c] = disjoint(adj, [a, c]);
+            (a, c, &t[g])
+        }
+        Upstream::InPlace(at) => {
+            let [a, c, g] = disjoint(adj, [a, c, at + g.start..at + g.end]);
+            (a, c, g)
+        }
+    }
+}
+
+/// Runs of the adjoint buffer borrowed together. They never overlap: a placement keeps live
+/// units apart, and [`apart`] checked the output's against the operands' for an in-place `g`.
+fn disjoint<R, const N: usize>(adj: &mut [R], runs: [Range<usize>; N]) -> [&mut [R]; N] {
+    match adj.get_disjoint_mut(runs) {
+        Ok(runs) => runs,
+        Err(e) => unreachable!("adjoint runs overlap: {e}"),
+    }
+}
+
+/// Whether two runs share nothing.
+fn clear(a: &Range<usize>, b: &Range<usize>) -> bool {
+    a.end <= b.start || b.end <= a.start
 }
 
 /// One lane: the kernels' formulas without lane loops (same bits as the lane kernels).

@@ -363,4 +363,48 @@ mod tests {
         let auto = Placement::plan(&narrow.tape, &narrow.payload, y..y + 1, Pooling::Auto);
         assert_eq!(auto, Placement::identity(narrow.payload.slots(), y..y + 1));
     }
+
+    /// The backward pass reads an elementwise node's output adjoint in place only when no
+    /// operand's adjoint shares its units (`backward::apart`). The planner never makes them
+    /// share (the test above), but a placement that does — here `(sin x)`'s adjoint in the
+    /// units of the product that reads it — still gives the same bits: the output's adjoint is
+    /// taken out before the operand's accumulates there.
+    #[test]
+    fn an_operand_in_its_readers_units_gives_the_same_bits() {
+        let program = Program::new("(* (sin x) (+ x 2.0))", &["x"]).expect("program");
+        let mut b = Bindings::<f64>::new();
+        b.lanes("x", (0..6).map(|l| 0.3 + 0.4 * l as f64).collect());
+        let grad = |share: bool| {
+            let mut vm = Vm::default();
+            let v = vm.eval(&program, &b, true).expect("walk");
+            let slots = vm.payload.slots();
+            let product = vm.tape.nodes.last().expect("the product");
+            assert_eq!(product.out, v.slot);
+            if share {
+                let mut map: Vec<u32> = (0..slots as u32).collect();
+                map[product.a as usize] = product.out;
+                vm.placement = Some(Placement {
+                    map,
+                    len: slots,
+                    seeds: v.slot..v.slot + 1,
+                });
+            }
+            vm.backward(v);
+            assert_eq!(vm.placement.as_ref().map(|p| p.is_pooled()), Some(share));
+            vm.grad(0).iter().map(|g| g.to_bits()).collect::<Vec<_>>()
+        };
+        let own = grad(false);
+        let want: Vec<u64> = (0..6)
+            .map(|l| {
+                let x = 0.3 + 0.4 * l as f64;
+                (x.cos() * (x + 2.0) + x.sin()).to_bits()
+            })
+            .collect();
+        assert_eq!(own.len(), 6);
+        for (g, w) in own.iter().zip(&want) {
+            let (g, w) = (f64::from_bits(*g), f64::from_bits(*w));
+            assert!((g - w).abs() <= 1e-14 * w.abs(), "{g} against {w}");
+        }
+        assert_eq!(grad(true), own);
+    }
 }

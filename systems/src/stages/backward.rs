@@ -59,29 +59,25 @@ pub(crate) fn differentiate<R: Real>(
     };
     machine.vm.backward(result);
     let n = group.lanes.len();
-    out.grads.clear();
-    out.grads.resize(spec.params.len() * n, 0.0);
     let whole = machine.is_whole(&group.lanes);
     let cols = if whole {
         Vec::new()
     } else {
         machine.columns(&group.lanes)
     };
-    // The parameters are the program's first inputs, in order (`FitSpec::input_names`).
+    // The parameters are the program's first inputs, in order (`FitSpec::input_names`). Each
+    // row is written once (no zeroing first); a parameter without a gradient gets zeros.
+    out.grads.clear();
+    out.grads.reserve(spec.params.len() * n);
     for p in 0..spec.params.len() {
         let g = machine.vm.grad(p);
-        if g.is_empty() {
-            continue;
-        }
-        let row = &mut out.grads[p * n..(p + 1) * n];
+        let start = out.grads.len();
         if whole {
-            for (o, &g) in row.iter_mut().zip(g) {
-                *o = g.to_f64();
-            }
-        } else {
-            for (o, &c) in row.iter_mut().zip(&cols) {
-                *o = g[c].to_f64();
-            }
+            out.grads.extend(g.iter().take(n).map(|&g| g.to_f64()));
+        } else if !g.is_empty() {
+            out.grads
+                .extend(cols.iter().take(n).map(|&c| g[c].to_f64()));
         }
+        out.grads.resize(start + n, 0.0);
     }
 }
