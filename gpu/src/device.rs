@@ -73,18 +73,6 @@ impl Adapter {
     }
 }
 
-/// `NDVM_GPU_KERNEL` (see [`Gpu::prefer`]); a value it does not name is ignored, with a
-/// warning on stderr.
-fn preferred_kernel() -> Kernel {
-    let Ok(name) = std::env::var("NDVM_GPU_KERNEL") else {
-        return Kernel::Auto;
-    };
-    Kernel::parse(name.trim()).unwrap_or_else(|| {
-        eprintln!("warning: NDVM_GPU_KERNEL={name}: not auto, lane, coop or batched; ignored");
-        Kernel::Auto
-    })
-}
-
 /// The interpreter's source: the engine's op, form and comparison codes, then the fixed WGSL.
 pub fn shader_source() -> String {
     let mut s = String::new();
@@ -303,7 +291,7 @@ impl Gpu {
             segmenting,
             limits,
             resident: resident_bytes(software),
-            prefer: preferred_kernel(),
+            prefer: Kernel::preferred(),
             info,
             lost,
         };

@@ -25,6 +25,7 @@
 //! batched entry until a GPU measurement says where it wins (docs/gpu.md). Every entry
 //! computes the same values: each element's arithmetic is the same code in the same order.
 
+use crate::GpuError;
 use crate::encode::Encoded;
 
 /// The interpreter entry a tape runs with.
@@ -78,6 +79,19 @@ pub const BATCH_FROM: u32 = 16;
 pub const SERIAL_SHARE: u64 = 16;
 
 impl Kernel {
+    /// What [`Kernel::Auto`] stands for in this process: `NDVM_GPU_KERNEL` (`auto`, `lane`,
+    /// `coop` or `batched`) if set; a value it does not name is ignored, with a warning on
+    /// stderr.
+    pub fn preferred() -> Kernel {
+        let Ok(name) = std::env::var("NDVM_GPU_KERNEL") else {
+            return Kernel::Auto;
+        };
+        Kernel::parse(name.trim()).unwrap_or_else(|| {
+            eprintln!("warning: NDVM_GPU_KERNEL={name}: not auto, lane, coop or batched; ignored");
+            Kernel::Auto
+        })
+    }
+
     /// Parses `auto`, `lane`, `coop` or `batched` (the GPU bench's `NDVM_GPU_KERNELS`).
     pub fn parse(s: &str) -> Option<Kernel> {
         match s {
@@ -96,6 +110,31 @@ impl Kernel {
             Kernel::Lane => "lane",
             Kernel::Cooperative => "coop",
             Kernel::Batched => "batched",
+        }
+    }
+
+    /// The entry this kernel runs `enc` with on an adapter ([`Kernel::resolve`]), if that
+    /// adapter runs it: a node whose loop is longer than the adapter lets one invocation run
+    /// ([`Segmenting::loop_limit`]) cannot. The device checks this at upload, and `auto`
+    /// before it opens a device.
+    pub fn for_tape(
+        self,
+        enc: &Encoded,
+        software: bool,
+        limits: Segmenting,
+    ) -> Result<Kernel, GpuError> {
+        let kernel = self.resolve(enc, software);
+        let longest = enc.longest[match kernel {
+            Kernel::Cooperative => 1,
+            Kernel::Batched => 2,
+            _ => 0,
+        }];
+        match limits.loop_limit.filter(|&l| longest > l) {
+            Some(limit) => Err(GpuError::Unsupported(format!(
+                "a node runs {longest} loop iterations in one invocation, more than this adapter \
+                 runs ({limit}: software Vulkan leaves loops early, silently); it stays on the CPU"
+            ))),
+            None => Ok(kernel),
         }
     }
 

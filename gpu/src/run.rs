@@ -182,18 +182,7 @@ impl Gpu {
             Kernel::Auto => self.prefer,
             k => k,
         };
-        let kernel = kernel.resolve(&enc, self.is_software());
-        let longest = enc.longest[match kernel {
-            Kernel::Cooperative => 1,
-            Kernel::Batched => 2,
-            _ => 0,
-        }];
-        if let Some(limit) = self.segmenting.loop_limit.filter(|&l| longest > l) {
-            return Err(GpuError::Unsupported(format!(
-                "a node runs {longest} loop iterations in one invocation, more than this adapter \
-                 runs ({limit}: software Vulkan leaves loops early, silently); it stays on the CPU"
-            )));
-        }
+        let kernel = kernel.for_tape(&enc, self.is_software(), self.segmenting)?;
         let segments: Vec<Segment> = match kernel {
             Kernel::Batched => enc.batched.clone(),
             _ => {

@@ -339,6 +339,54 @@ fn auto_never_opens_the_device_for_a_tape_it_cannot_run() {
     assert_eq!(c.loss.to_bits(), a.loss.to_bits());
 }
 
+#[test]
+fn auto_never_opens_a_software_device_for_a_node_longer_than_it_runs() {
+    if !have_gpu() {
+        return;
+    }
+    // A 40 x 40 product is 65,640 loop iterations in one invocation of the per-lane entry,
+    // more than software Vulkan runs (it leaves loops early): the upload would refuse it, so
+    // `auto` must not open a software device for it, even with a model that allows software.
+    let dir = std::env::temp_dir().join(format!("ndvm-long-node-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let n = 40;
+    let rows: Vec<String> = (0..n)
+        .map(|i| {
+            let row = (0..n).map(|j| format!("{}", ((i * n + j) * 17 % 23) as f64 / 230.0));
+            row.collect::<Vec<_>>().join(",")
+        })
+        .collect();
+    let header: Vec<String> = (0..n).map(|j| format!("c{j}")).collect();
+    let csv = format!("{}\n{}\n", header.join(","), rows.join("\n"));
+    std::fs::write(dir.join("m.csv"), csv).expect("csv");
+    let scene = Scene::from_ron(
+        r#"Scene(
+            candidates: [Inline(name: "long", src: "(let ((t (trace (matmul (scale s m) m)))) (* t t))")],
+            inputs: {"m": MatrixCsv("m.csv")},
+            parameters: Parameters(names: ["s"], init: {"s": 0.5},
+                restarts: Restarts(count: 4, scale: 0.1, seed: 1)),
+            loss: NegLogLikelihood,
+            optimizer: Adam(lr: 0.01),
+            precision: Some(F32),
+            steps: 3,
+        )"#,
+    )
+    .expect("parses");
+    let (cpu, _) = scene_run_with(&scene, &dir, Device::Cpu, auto_model(0.0));
+    let (auto, profile) = scene_run_with(&scene, &dir, Device::Auto, auto_model(0.0));
+    let _ = std::fs::remove_dir_all(&dir);
+    let (c, a) = (&cpu.candidates[0], &auto.candidates[0]);
+    assert_eq!((c.name.as_str(), c.status), ("long", "done"));
+    assert_eq!(c.loss.to_bits(), a.loss.to_bits());
+    let gpu = ndvm_gpu::Gpu::shared().expect("gpu");
+    if gpu.is_software() {
+        assert_eq!(profile.used, ndvm_systems::device::DeviceUsed::cpu());
+        assert_eq!(profile.device.open_s, 0.0);
+    } else {
+        assert_eq!(profile.used.kind, "gpu");
+    }
+}
+
 fn scene_run_with(
     scene: &Scene,
     dir: &std::path::Path,

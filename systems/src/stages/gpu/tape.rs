@@ -198,13 +198,16 @@ pub(super) fn judge(
     if rec.result.len() != 1 || !wins_here(model, adapter.software, &rec, group.lanes.len()) {
         return Err(Verdict::Never);
     }
-    // A tape the interpreter cannot encode (a custom primitive) would be refused once the
-    // device is open: it must not open the device.
+    // A tape the device would refuse once open — one the interpreter cannot encode (a custom
+    // primitive), or with a node longer than the adapter runs — must not open it.
     let limits = match adapter.software {
         true => Segmenting::SOFTWARE,
         false => Segmenting::HARDWARE,
     };
-    ndvm_gpu::Encoded::new(&rec, limits).map_err(refused)?;
+    let enc = ndvm_gpu::Encoded::new(&rec, limits).map_err(refused)?;
+    Kernel::preferred()
+        .for_tape(&enc, adapter.software, limits)
+        .map_err(refused)?;
     Ok(())
 }
 
