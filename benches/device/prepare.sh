@@ -36,6 +36,13 @@ for line in sys.stdin:
   cp "$exe" .devcarry/bench-scaling-base
 fi
 strip .devcarry/ndvm .devcarry/bench-*
+# WHEEL=1: the Python package's wheel too (.devcarry/wheels, for benches/device/shards.sh), built
+# with the CI's venv when there is one (abi3: the machine's Python 3.12 takes it).
+if [ -n "${WHEEL:-}" ]; then
+  [ -x target/pyenv/bin/maturin ] || { python3 -m venv target/pyenv && target/pyenv/bin/python -m pip install -q maturin; }
+  rm -rf .devcarry/wheels
+  target/pyenv/bin/maturin build --release --locked -q -m python/Cargo.toml -o .devcarry/wheels
+fi
 
 if ! ls .gl/libvulkan1_*.deb > /dev/null 2>&1; then
   lists=$(mktemp -d)

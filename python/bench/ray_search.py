@@ -13,6 +13,11 @@ second, the speedup over one worker, and whether every run's merged report and l
 same. The last column is the ceiling of the same machine, measured in the same run: that many
 independent one-thread searches of the same size run at once in processes of their own, as
 calibrations per second against one alone (what the cores give without any coordination).
+
+With ``NDVM_SHARDS_ON=processes`` the same shards run in a pool of local processes instead of
+Ray (the tasks ``ndvm.ray.search`` sends, handed out by the same driver): a machine without Ray
+— the lent GPU machine, whose Python cannot take Ray's 79 MB wheel — measures what sharding
+itself gives, and "same" then also checks the merged bytes against ``ndvm.search_sharded``.
 """
 
 import hashlib
@@ -22,12 +27,17 @@ import os
 import pathlib
 import statistics
 import sys
+import tempfile
 import time
 
-import ray
-
 import ndvm
-import ndvm.ray
+from ndvm._shards import drive
+
+ON_PROCESSES = os.environ.get("NDVM_SHARDS_ON") == "processes"
+if not ON_PROCESSES:
+    import ray
+
+    import ndvm.ray
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
@@ -37,6 +47,31 @@ def alone(args):
     t = time.perf_counter()
     ndvm.search(scene, threads=1, calibrations=calibrations)
     return time.perf_counter() - t
+
+
+def shard(args):
+    """One shard task of one epoch, in a pool's process (what ``ndvm.ray``'s task runs)."""
+    text, base, is_json, task = args
+    return ndvm.search_shard(text, base, is_json, task, 1)
+
+
+def search_files(scene, n, calibrations, pool):
+    """The merged files of a search in ``n`` shards: on Ray, or on ``pool``'s processes."""
+    if pool is None:
+        return ndvm.ray.search_files(scene, n, threads=1, calibrations=calibrations, num_cpus=1)
+    text, base, is_json = ndvm._scene_text(scene, None)
+
+    def run_epoch(tasks):
+        return pool.map(shard, [(text, base, is_json, t) for t in tasks])
+
+    return drive(text, is_json, ndvm._title(scene), n, run_epoch, calibrations=calibrations)
+
+
+def digest(files):
+    """The merged report (without its timing) and program log, hashed."""
+    report = json.loads(files["search.json"])
+    report.pop("timing")
+    return hashlib.sha256((json.dumps(report) + files["programs.jsonl"]).encode()).hexdigest()
 
 
 def ceiling(scene, calibrations, n):
@@ -53,21 +88,29 @@ def main():
     wanted = [int(w) for w in (sys.argv[2] if len(sys.argv) > 2 else "1,2,4").split(",")]
     workers = [w for w in wanted if w <= cores] or [1]
     scene = str(sys.argv[3]) if len(sys.argv) > 3 else str(ROOT / "scenes" / "search_scalar.scene.ron")
-    ray.init(num_cpus=max(workers), include_dashboard=False, log_to_driver=False)
-    print(f"{calibrations} calibrations of {pathlib.Path(scene).name}, {cores} cores")
+    if not ON_PROCESSES:
+        ray.init(num_cpus=max(workers), include_dashboard=False, log_to_driver=False)
+    where = "local processes" if ON_PROCESSES else "Ray"
+    print(f"{calibrations} calibrations of {pathlib.Path(scene).name}, {cores} cores, shards on {where}")
     print(f"{'workers':>7} {'wall s':>8} {'cal/s':>9} {'speedup':>8} {'same':>5} {'ceiling':>8}")
-    base = None
+    base, differ = None, []
     for n in workers:
         runs, digests = [], set()
+        pool = mp.get_context("spawn").Pool(n) if ON_PROCESSES else None
         for i in range(4):
             t = time.perf_counter()
-            files = ndvm.ray.search_files(scene, n, threads=1, calibrations=calibrations, num_cpus=1)
+            files = search_files(scene, n, calibrations, pool)
             wall = time.perf_counter() - t
-            report = json.loads(files["search.json"])
-            report.pop("timing")
-            digests.add(hashlib.sha256((json.dumps(report) + files["programs.jsonl"]).encode()).hexdigest())
+            digests.add(digest(files))
             if i > 0:
                 runs.append(wall)
+        if pool is not None:
+            pool.close()
+            # The same shards one after another in this process: the same bytes.
+            with tempfile.TemporaryDirectory() as out:
+                ndvm.search_sharded(scene, n, threads=1, calibrations=calibrations, out=out)
+                names = ("search.json", "programs.jsonl")
+                digests.add(digest({f: pathlib.Path(out, f).read_text() for f in names}))
         wall = statistics.median(runs)
         rate = calibrations / wall
         base = base or rate
@@ -78,7 +121,12 @@ def main():
             f"{n:>7} {wall:>8.3f} {rate:>9.0f} {rate / base:>7.2f}× {'yes' if len(digests) == 1 else 'NO':>5}"
             f" {top / ceiling_one:>7.2f}×"
         )
-    ray.shutdown()
+        if len(digests) != 1:
+            differ.append(n)
+    if not ON_PROCESSES:
+        ray.shutdown()
+    if differ:
+        sys.exit(f"error: the merged results differed between runs of {differ} workers")
 
 
 if __name__ == "__main__":
