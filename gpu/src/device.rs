@@ -68,9 +68,14 @@ impl Adapter {
     fn of(info: &wgpu::AdapterInfo) -> Adapter {
         Adapter {
             name: format!("{} ({:?})", info.name, info.backend),
-            software: info.device_type == wgpu::DeviceType::Cpu,
+            software: is_cpu(info),
         }
     }
+}
+
+/// Whether an adapter is a CPU emulating a GPU (Mesa's lavapipe).
+fn is_cpu(info: &wgpu::AdapterInfo) -> bool {
+    info.device_type == wgpu::DeviceType::Cpu
 }
 
 /// The interpreter's source: the engine's op, form and comparison codes, then the fixed WGSL.
@@ -275,12 +280,8 @@ impl Gpu {
                 "the interpreter did not compile: {e}"
             )));
         }
-        let software = info.device_type == wgpu::DeviceType::Cpu;
-        let segmenting = if software {
-            Segmenting::SOFTWARE
-        } else {
-            Segmenting::HARDWARE
-        };
+        let software = is_cpu(&info);
+        let segmenting = Segmenting::of(software);
         let gpu = Gpu {
             device,
             queue,
@@ -336,7 +337,7 @@ impl Gpu {
 
     /// Whether the adapter is a CPU emulating a GPU (Mesa's lavapipe): correct, never fast.
     pub fn is_software(&self) -> bool {
-        Adapter::of(&self.info).software
+        is_cpu(&self.info)
     }
 
     /// The most bytes one tape's lanes keep on the device at once (`NDVM_GPU_MEMORY_MB`, else

@@ -192,4 +192,13 @@ impl Segmenting {
         work: 1 << 20,
         loop_limit: None,
     };
+
+    /// The segmenting of a software (`true`) or hardware adapter.
+    pub fn of(software: bool) -> Segmenting {
+        if software {
+            Segmenting::SOFTWARE
+        } else {
+            Segmenting::HARDWARE
+        }
+    }
 }

@@ -263,8 +263,7 @@ fn auto_opens_the_device_for_the_first_group_it_would_win_and_pipes_the_rest() {
     }
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("examples");
     let scene = hill_pair(&dir);
-    let (cpu, cpu_profile) = scene_run_with(&scene, &dir, Device::Cpu, auto_model(0.0));
-    let (auto, profile) = scene_run_with(&scene, &dir, Device::Auto, auto_model(0.0));
+    let [(cpu, cpu_profile), (auto, profile)] = cpu_and_auto(&scene, &dir, 0.0);
     // The written-out law ran on the device, opened for it; the plugin's stayed on the CPU.
     let gpu = ndvm_gpu::Gpu::shared().expect("gpu");
     assert_eq!(profile.used.kind, "gpu");
@@ -302,8 +301,7 @@ fn auto_never_opens_a_device_it_would_not_win_and_the_fit_stays_piped() {
     }
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("examples");
     let scene = hill_pair(&dir);
-    let (cpu, cpu_profile) = scene_run_with(&scene, &dir, Device::Cpu, auto_model(1e9));
-    let (auto, profile) = scene_run_with(&scene, &dir, Device::Auto, auto_model(1e9));
+    let [(cpu, cpu_profile), (auto, profile)] = cpu_and_auto(&scene, &dir, 1e9);
     // Never opened (opening names the adapter and is timed), never run.
     assert_eq!(profile.used, ndvm_systems::device::DeviceUsed::cpu());
     assert_eq!(profile.device.open_s, 0.0);
@@ -330,8 +328,7 @@ fn auto_never_opens_the_device_for_a_tape_it_cannot_run() {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("examples");
     let mut scene = hill_pair(&dir);
     scene.candidates.truncate(1);
-    let (cpu, _) = scene_run_with(&scene, &dir, Device::Cpu, auto_model(0.0));
-    let (auto, profile) = scene_run_with(&scene, &dir, Device::Auto, auto_model(0.0));
+    let [(cpu, _), (auto, profile)] = cpu_and_auto(&scene, &dir, 0.0);
     assert_eq!(profile.used, ndvm_systems::device::DeviceUsed::cpu());
     assert_eq!(profile.device.open_s, 0.0);
     let (c, a) = (&cpu.candidates[0], &auto.candidates[0]);
@@ -372,8 +369,7 @@ fn auto_never_opens_a_software_device_for_a_node_longer_than_it_runs() {
         )"#,
     )
     .expect("parses");
-    let (cpu, _) = scene_run_with(&scene, &dir, Device::Cpu, auto_model(0.0));
-    let (auto, profile) = scene_run_with(&scene, &dir, Device::Auto, auto_model(0.0));
+    let [(cpu, _), (auto, profile)] = cpu_and_auto(&scene, &dir, 0.0);
     let _ = std::fs::remove_dir_all(&dir);
     let (c, a) = (&cpu.candidates[0], &auto.candidates[0]);
     assert_eq!((c.name.as_str(), c.status), ("long", "done"));
@@ -385,6 +381,15 @@ fn auto_never_opens_a_software_device_for_a_node_longer_than_it_runs() {
     } else {
         assert_eq!(profile.used.kind, "gpu");
     }
+}
+
+/// The scene fitted on the CPU, then under `auto` with [`auto_model`]`(run_s)`.
+fn cpu_and_auto(
+    scene: &Scene,
+    dir: &std::path::Path,
+    run_s: f64,
+) -> [(FitReport, ndvm_systems::profile::ProfileReport); 2] {
+    [Device::Cpu, Device::Auto].map(|d| scene_run_with(scene, dir, d, auto_model(run_s)))
 }
 
 fn scene_run_with(

@@ -84,15 +84,14 @@ pub fn backward<R: Real>(
     for (i, n) in tape.nodes.iter().enumerate().rev() {
         let skip = tape.skip.get(i).copied().unwrap_or(0);
         let layout = sets.layout(n.lanes);
-        // An elementwise node's output adjoint is taken below, only where it must be.
-        if matches!(n.op, Op::Select | Op::Ext) || n.op.is_linalg() {
-            take(tape, payload, place, n, &mut g);
-        }
         if n.op == Op::Select {
+            take(tape, payload, place, n, &mut g);
             select_vjp(payload, sets, place, (n, skip), &g);
         } else if n.op == Op::Ext {
+            take(tape, payload, place, n, &mut g);
             ext_vjp(tape, payload, n, layout, &g, place);
         } else if n.op.is_linalg() {
+            take(tape, payload, place, n, &mut g);
             let work = work.get_or_insert_with(Work::default);
             linalg_vjp(tape, payload, place, (n, skip), layout, &g, work);
         } else {

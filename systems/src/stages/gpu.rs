@@ -79,14 +79,21 @@ impl GpuContext {
 
     /// Opens the adapter `Auto` found, now that a group goes to it.
     fn open(&mut self, profile: &mut Profile) -> Result<Arc<Gpu>, String> {
-        let start = Instant::now();
-        let gpu = Gpu::shared().map_err(|e| format!("could not open it: {e}"))?;
-        profile.device.open_s = start.elapsed().as_secs_f64();
+        let (gpu, open_s) = shared_timed().map_err(|e| format!("could not open it: {e}"))?;
+        profile.device.open_s = open_s;
         self.adapter = None;
         self.gpu = Some(gpu.clone());
         profile.used = DeviceUsed::gpu(gpu.describe(), gpu.is_software());
         Ok(gpu)
     }
+}
+
+/// The process's device ([`Gpu::shared`]) and the seconds this call took to get it: the
+/// opening, for the first fit that uses it.
+fn shared_timed() -> Result<(Arc<Gpu>, f64), ndvm_gpu::GpuError> {
+    let start = Instant::now();
+    let gpu = Gpu::shared()?;
+    Ok((gpu, start.elapsed().as_secs_f64()))
 }
 
 /// The device a fit uses: `Gpu` opens one (and must run f32); `Auto` looks for a hardware
@@ -113,9 +120,8 @@ pub fn open(
                         .into(),
                 );
             }
-            let start = Instant::now();
-            ctx.gpu = Some(Gpu::shared().map_err(|e| format!("--device gpu: {e}"))?);
-            ctx.open_s = start.elapsed().as_secs_f64();
+            let (gpu, open_s) = shared_timed().map_err(|e| format!("--device gpu: {e}"))?;
+            (ctx.gpu, ctx.open_s) = (Some(gpu), open_s);
         }
         Device::Auto if precision == Precision::F32 && model.could_win(widest) => {
             ctx.adapter = Gpu::probe().ok().filter(|a| model.software || !a.software);

@@ -10,9 +10,10 @@
 //! merge-masks and optimize stages' work itself for the candidates marked [`Piped`] (the stage
 //! systems step the others, [`Pacing`]): one parallel task per active candidate takes it
 //! `steps_per_pass` steps, each replaying (or walking) its groups, differentiating them,
-//! merging them and moving its parameters with the stages' own functions (`replay_differentiate`, `walk_differentiate`, `merge_and_step`), on
-//! one core while its tape and bindings are in that core's cache — the same core from pass to
-//! pass where it can ([`crate::homes`]). Lanes whose guards fail are split off into a new group
+//! merging them and moving its parameters with the stages' own functions
+//! (`replay_differentiate`, `walk_differentiate`, `merge_and_step`), on one core while its tape
+//! and bindings are in that core's cache — the same core from pass to pass where it can
+//! ([`crate::homes`]). Lanes whose guards fail are split off into a new group
 //! inside the task and walked at once, as the walk stage would; new groups become entities
 //! when the pass ends. A candidate leaves the pass when it finishes, fails or stops, when the
 //! stop signal fires, or — in a fit, after its first step of the pass — when the pass has run

@@ -200,10 +200,7 @@ pub(super) fn judge(
     }
     // A tape the device would refuse once open — one the interpreter cannot encode (a custom
     // primitive), or with a node longer than the adapter runs — must not open it.
-    let limits = match adapter.software {
-        true => Segmenting::SOFTWARE,
-        false => Segmenting::HARDWARE,
-    };
+    let limits = Segmenting::of(adapter.software);
     let enc = ndvm_gpu::Encoded::new(&rec, limits).map_err(refused)?;
     Kernel::preferred()
         .for_tape(&enc, adapter.software, limits)
