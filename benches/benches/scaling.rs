@@ -33,6 +33,7 @@
 //! NDVM_SCALING_THREADS=1,2,4,8,16 cargo bench -p ndvm-benches --bench scaling
 //! NDVM_STEPS_PER_PASS=1 cargo bench -p ndvm-benches --bench scaling   # the stepwise fit, to compare
 //! NDVM_SEARCH_WINDOW=256 cargo bench -p ndvm-benches --bench scaling -- scalar   # another window
+//! NDVM_SHARDS=32 cargo bench -p ndvm-benches --bench scaling -- scalar-shards   # another shard count
 //! ```
 //!
 //! The default thread counts are 1, 2, 4, … up to the machine's cores, then 8× the cores (a
@@ -49,6 +50,8 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 use ndvm_components::scene::{Device, Scene};
 use ndvm_systems::prelude::*;
+use ndvm_systems::search::local::run_local;
+use ndvm_systems::search::shard::Plan;
 use ndvm_systems::search::{LoopTimes, Search, SearchOptions};
 use ndvm_systems::trace::Trace;
 use std::time::Instant;
@@ -63,6 +66,13 @@ enum Work {
     Fit {
         scene: &'static str,
         steps: Option<u32>,
+    },
+    /// A search as `shards` shards run at once (`ndvm search --shards`): results depend on the
+    /// shard count, not the threads.
+    Sharded {
+        scene: &'static str,
+        calibrations: u64,
+        shards: usize,
     },
 }
 
@@ -85,6 +95,8 @@ struct Run {
     pass_s: f64,
     /// A search's own phases ([`LoopTimes`]).
     phases: Option<LoopTimes>,
+    /// A sharded search: each task's (epoch, seconds).
+    tasks: Vec<(u32, f64)>,
 }
 
 /// The pipeline's stages: a pass's wall time is shared among them.
@@ -124,6 +136,13 @@ fn digest(s: &str) -> u64 {
     h.finish()
 }
 
+/// A search's answer: each record's candidate, loss and parameters, in log order.
+fn log_of<'a>(records: impl Iterator<Item = &'a ndvm_systems::search::Record>) -> String {
+    records
+        .map(|r| format!("{} {} {:?}\n", r.candidate, r.train_loss, r.params))
+        .collect()
+}
+
 /// One run at `threads` threads; `trace` keeps its passes (to project them onto more cores).
 fn run(work: Work, threads: usize, trace: bool) -> Run {
     let start = Instant::now();
@@ -150,10 +169,7 @@ fn run(work: Work, threads: usize, trace: bool) -> Run {
                 }
             });
             let wall_s = start.elapsed().as_secs_f64();
-            let log: String = records
-                .iter()
-                .map(|r| format!("{} {} {:?}\n", r.candidate, r.train_loss, r.params))
-                .collect();
+            let log = log_of(records.iter());
             let p = report.timing.profile.as_ref().expect("a profile");
             Run {
                 pass_s: pass_seconds(p),
@@ -165,6 +181,7 @@ fn run(work: Work, threads: usize, trace: bool) -> Run {
                 serial_s: report.timing.search_loop.serial_s(),
                 digest: digest(&log),
                 trace: search.trace().cloned(),
+                tasks: Vec::new(),
             }
         }
         Work::Fit { scene, steps } => {
@@ -191,14 +208,40 @@ fn run(work: Work, threads: usize, trace: bool) -> Run {
             let p = fit.profile().report();
             Run {
                 pass_s: pass_seconds(&p),
-                phases: None,
                 rate: 1.0 / wall_s,
                 wall_s,
                 loop_s: p.wall_s,
                 steps: p.counters.steps,
-                serial_s: 0.0,
                 digest: digest(&format!("{losses:?}")),
                 trace: fit.profile().trace.clone(),
+                ..Run::default()
+            }
+        }
+        Work::Sharded {
+            scene,
+            calibrations,
+            shards,
+        } => {
+            let options = SearchOptions {
+                threads: Some(threads),
+                steps_per_pass: steps_per_pass(),
+                ..SearchOptions::default()
+            };
+            let scene = load(scene);
+            let shards = std::env::var("NDVM_SHARDS")
+                .ok()
+                .and_then(|s| s.parse().ok())
+                .unwrap_or(shards);
+            let plan =
+                Plan::new(&scene, shards, None, Some(calibrations), None, None).expect("plan");
+            let merged = run_local(&scene, &feynman::scenes(), &options, &plan).expect("runs");
+            let wall_s = start.elapsed().as_secs_f64();
+            Run {
+                rate: merged.records.len() as f64 / wall_s,
+                wall_s,
+                digest: digest(&log_of(merged.records.iter().map(|(r, _)| r))),
+                tasks: merged.task_seconds,
+                ..Run::default()
             }
         }
     }
@@ -261,10 +304,8 @@ fn measure(name: &str, work: Work, threads: &[usize], rounds: usize, cores: usiz
             ceilings.push(ceiling(work, widest));
         }
     }
-    let unit = match work {
-        Work::Search { .. } => "cal/s",
-        Work::Fit { .. } => "wall s",
-    };
+    let is_fit = matches!(work, Work::Fit { .. });
+    let unit = if is_fit { "wall s" } else { "cal/s" };
     println!("\n{name} ({unit}; {steps} steps; medians of {rounds} rounds)");
     println!(
         "{:>8} {:>12} {:>9} {:>11} {:>10} {:>14}",
@@ -277,9 +318,10 @@ fn measure(name: &str, work: Work, threads: &[usize], rounds: usize, cores: usiz
     for (i, &t) in threads.iter().enumerate() {
         let rate = median(rates[i].clone());
         let s = rate / one;
-        let shown = match work {
-            Work::Search { .. } => format!("{rate:.0}"),
-            Work::Fit { .. } => format!("{:.3}", 1.0 / rate),
+        let shown = if is_fit {
+            format!("{:.3}", 1.0 / rate)
+        } else {
+            format!("{rate:.0}")
         };
         let used = t.min(cores);
         let e = (used > 1).then(|| serial_fraction(s, used));
@@ -298,9 +340,10 @@ fn measure(name: &str, work: Work, threads: &[usize], rounds: usize, cores: usiz
         );
     }
     if let Some(c) = ceiling {
-        let shown = match work {
-            Work::Search { .. } => format!("{c:.0} cal/s together"),
-            Work::Fit { .. } => format!("{:.3} s per fit", widest as f64 / c),
+        let shown = if is_fit {
+            format!("{:.3} s per fit", widest as f64 / c)
+        } else {
+            format!("{c:.0} cal/s together")
         };
         println!("ceiling: {widest} independent one-thread runs at once: {shown}");
     }
@@ -330,8 +373,12 @@ fn measure(name: &str, work: Work, threads: &[usize], rounds: usize, cores: usiz
             runs.swap_remove(runs.len() / 2)
         })
         .collect();
-    where_it_goes(threads, &medians);
-    project(work, rounds, widest, &rates, threads);
+    if let Work::Sharded { .. } = work {
+        project_shards(&medians, &rates, threads, widest);
+    } else {
+        where_it_goes(threads, &medians);
+        project(work, rounds, widest, &rates, threads);
+    }
     assert_eq!(
         digests.len(),
         1,
@@ -477,6 +524,55 @@ fn project(work: Work, rounds: usize, widest: usize, rates: &[Vec<f64>], threads
     );
 }
 
+/// A sharded search's one-thread run (its median round) projected onto more workers: each
+/// epoch's tasks taken in order by the first free worker, as `run_local` hands them out, and
+/// what ran outside the tasks (the plan, the merge, starting and ending each epoch) on one
+/// thread. Printed beside the measured speedup at the widest thread count.
+fn project_shards(runs: &[Run], rates: &[Vec<f64>], threads: &[usize], widest: usize) {
+    let Some(j) = threads.iter().position(|&t| t == 1) else {
+        return;
+    };
+    let one = &runs[j];
+    let in_tasks: f64 = one.tasks.iter().map(|t| t.1).sum();
+    let outside = (one.wall_s - in_tasks).max(0.0);
+    let epochs = one.tasks.iter().map(|t| t.0).max().map_or(0, |e| e + 1);
+    let longest = one.tasks.iter().map(|t| t.1).fold(0.0, f64::max);
+    println!(
+        "projected from the one-thread run ({} tasks in {epochs} epochs, {:.1} ms each on \
+         average, the longest {:.1} ms; {:.1} ms outside the tasks):",
+        one.tasks.len(),
+        1e3 * in_tasks / one.tasks.len().max(1) as f64,
+        1e3 * longest,
+        1e3 * outside
+    );
+    println!(
+        "{:>8} {:>9} {:>10} {:>12}",
+        "workers", "speedup", "measured", "imbalance"
+    );
+    for p in [2, 16, 64] {
+        let mut span = 0.0;
+        for e in 0..epochs {
+            let mut free = vec![0.0f64; p];
+            for &(_, secs) in one.tasks.iter().filter(|t| t.0 == e) {
+                let w = (0..p).fold(0, |b, i| if free[i] < free[b] { i } else { b });
+                free[w] += secs;
+            }
+            span += free.iter().copied().fold(0.0, f64::max);
+        }
+        let secs = span + outside;
+        let measured = threads
+            .iter()
+            .position(|&t| t == p && p <= widest)
+            .map(|i| median(rates[i].clone()) / median(rates[j].clone()));
+        println!(
+            "{p:>8} {:>8.2}× {:>10} {:>11.1}%",
+            one.wall_s / secs,
+            measured.map_or("-".into(), |s| format!("{s:.2}×")),
+            100.0 * (span - in_tasks / p as f64) / secs
+        );
+    }
+}
+
 /// What waking `threads` workers for an empty pass costs (median of 2,000).
 fn wake_s(threads: usize) -> f64 {
     let pool = rayon::ThreadPoolBuilder::new()
@@ -539,6 +635,22 @@ fn main() {
             Work::Search {
                 scene: "search_feynman.scene.ron",
                 calibrations: scale(6_000),
+            },
+        ),
+        (
+            "scalar-shards",
+            Work::Sharded {
+                scene: "search_scalar.scene.ron",
+                calibrations: scale(30_000),
+                shards: 16,
+            },
+        ),
+        (
+            "feynman-shards",
+            Work::Sharded {
+                scene: "search_feynman.scene.ron",
+                calibrations: scale(6_000),
+                shards: 16,
             },
         ),
         (

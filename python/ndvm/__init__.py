@@ -44,6 +44,7 @@ from ._ndvm import (  # noqa: F401
     fit_json,
     merge_results,
     search_json,
+    search_local,
     search_merge,
     search_plan,
     search_shard,
@@ -136,9 +137,10 @@ def search_sharded(
     base_dir: Optional[str] = None,
     out: Optional[Union[str, "os.PathLike[str]"]] = None,
 ) -> dict:
-    """Runs a search as ``num_shards`` shards, here, one task after another, and returns the
-    merged report (the dict :func:`search` returns). What :func:`ndvm.ray.search` computes on a
-    cluster, byte for byte under a calibration budget (docs/python.md).
+    """Runs a search as ``num_shards`` shards, here, and returns the merged report (the dict
+    :func:`search` returns): each round's shards at once on ``threads`` workers (else one per
+    core), as ``ndvm search --shards`` does. What :func:`ndvm.ray.search` computes on a cluster,
+    byte for byte under a calibration budget, whatever ``threads`` (docs/python.md).
 
     Shards deal out the scene's candidates and every stream's lines and run Evolve, Command
     and plugin proposers with seeds of their own; in ``epochs`` rounds (default 4 when several
@@ -149,24 +151,11 @@ def search_sharded(
     ``frontier.svg``; ``search.json`` adds the wall-clock ``timing``). One shard in one epoch is
     exactly :func:`search`.
     """
-    from ._shards import drive, write_files
+    from ._shards import write_files
 
     text, base, is_json = _scene_text(scene, base_dir)
-
-    def run_epoch(tasks):
-        return [search_shard(text, base, is_json, t, threads) for t in tasks]
-
-    files = drive(
-        text,
-        is_json,
-        _title(scene),
-        num_shards,
-        run_epoch,
-        epochs=epochs,
-        calibrations=calibrations,
-        seconds=seconds,
-        migrants=migrants,
-    )
+    plan = search_plan(text, is_json, num_shards, epochs, calibrations, seconds, migrants)
+    files = dict(search_local(text, base, is_json, _title(scene), plan, threads))
     if out is not None:
         write_files(out, files)
     return _report(files)

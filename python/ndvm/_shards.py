@@ -1,5 +1,6 @@
-"""The driver of a search in shards, shared by :func:`ndvm.search_sharded` (here, task after
-task) and :func:`ndvm.ray.search` (tasks on a Ray cluster).
+"""The driver of a search in shards for :func:`ndvm.ray.search` (tasks on a Ray cluster) and
+any other executor (``python/bench/ray_search.py`` runs it on local processes);
+:func:`ndvm.search_sharded` runs the same plan in the engine, every shard of a round at once.
 
 The engine plans (``search_plan``), runs a task (``search_shard``) and merges
 (``search_merge``); this loop only hands tasks out, epoch after epoch, and collects their

@@ -681,6 +681,7 @@ fn _ndvm(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(shard::search_tasks, m)?)?;
     m.add_function(wrap_pyfunction!(shard::search_shard, m)?)?;
     m.add_function(wrap_pyfunction!(shard::search_merge, m)?)?;
+    m.add_function(wrap_pyfunction!(shard::search_local, m)?)?;
     m.add("NdvmError", py.get_type::<NdvmError>())?;
     m.add("SyntaxError", py.get_type::<SyntaxError>())?;
     m.add("UnboundError", py.get_type::<UnboundError>())?;

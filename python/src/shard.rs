@@ -4,7 +4,8 @@
 
 use crate::{input_err, scene_of};
 use ndvm_systems::search::SearchOptions;
-use ndvm_systems::search::merge::merge;
+use ndvm_systems::search::local::run_local;
+use ndvm_systems::search::merge::{Merged, merge};
 use ndvm_systems::search::shard::{Plan, ShardOutput, ShardTask, run_task};
 use pyo3::prelude::*;
 use std::path::Path;
@@ -89,18 +90,48 @@ pub fn search_merge(
         .map(|o| parse("shard output", o))
         .collect::<PyResult<Vec<ShardOutput>>>()?;
     let title = title.to_string();
-    py.detach(move || -> Result<Vec<(String, String)>, String> {
-        let merged = merge(&scene, &plan, None, &outputs).map_err(|e| e.to_string())?;
-        let mut files: Vec<(String, String)> = merged
-            .report
-            .files(&title)
-            .into_iter()
-            .map(|(f, t)| (f.to_string(), t))
-            .collect();
-        let (calibrations, programs) = merged.log();
-        files.push(("calibrations.jsonl".into(), calibrations));
-        files.push(("programs.jsonl".into(), programs));
-        Ok(files)
+    py.detach(move || -> Result<_, String> {
+        let merged = merge(&scene, &plan, None, outputs).map_err(|e| e.to_string())?;
+        Ok(files(&merged, &title))
     })
     .map_err(input_err)
+}
+
+/// Runs a whole plan here, each epoch's shards at once on `threads` workers (else one per core;
+/// `ndvm search --shards`), and merges it: the files of [`search_merge`].
+#[pyfunction]
+#[pyo3(signature = (scene, base, json, title, plan, threads=None))]
+pub fn search_local(
+    py: Python<'_>,
+    scene: &str,
+    base: &str,
+    json: bool,
+    title: &str,
+    plan: &str,
+    threads: Option<usize>,
+) -> PyResult<Vec<(String, String)>> {
+    let scene = scene_of(scene, json).map_err(input_err)?;
+    let plan: Plan = parse("search plan", plan)?;
+    let base = Path::new(base).to_path_buf();
+    let title = title.to_string();
+    py.detach(move || -> Result<_, String> {
+        let options = SearchOptions {
+            threads,
+            ..SearchOptions::default()
+        };
+        let merged = run_local(&scene, &base, &options, &plan).map_err(|e| e.to_string())?;
+        Ok(files(&merged, &title))
+    })
+    .map_err(input_err)
+}
+
+/// A merged search as the files `ndvm search --out` writes.
+fn files(merged: &Merged, title: &str) -> Vec<(String, String)> {
+    let mut files: Vec<(String, String)> = (merged.report.files(title).into_iter())
+        .map(|(f, t)| (f.to_string(), t))
+        .collect();
+    let (calibrations, programs) = merged.log();
+    files.push(("calibrations.jsonl".into(), calibrations));
+    files.push(("programs.jsonl".into(), programs));
+    files
 }

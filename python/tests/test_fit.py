@@ -75,3 +75,5 @@ def test_one_shard_is_the_plain_search_and_shards_write_a_whole_log(tmp_path):
     written.pop("timing")
     assert written == r
     assert (out / "frontier.svg").read_text().startswith("<svg")
+    # The shards of a round run at once on the workers: the same result on two.
+    assert ndvm.search_sharded(scene, 3, threads=2, calibrations=300, epochs=2) == r

@@ -5,8 +5,10 @@
 
 use ndvm_components::scene::Scene;
 use ndvm_systems::search::expr::Expr;
+use ndvm_systems::search::local::run_local;
+use ndvm_systems::search::log::LogWriter;
 use ndvm_systems::search::merge::merge;
-use ndvm_systems::search::shard::{Plan, ShardOutput, run_local, run_task};
+use ndvm_systems::search::shard::{Plan, ShardOutput, run_task};
 use ndvm_systems::search::{Event, Record, Search, SearchOptions, SearchReport};
 use std::collections::HashSet;
 use std::path::PathBuf;
@@ -92,7 +94,8 @@ fn shards_deal_out_the_work_resume_it_and_merge_the_same_at_any_thread_count() {
     assert_eq!(without_timing(&one.report), without_timing(&two.report));
     assert_eq!(one.report.summary.calibrations, 600);
     assert_eq!(one.report.summary.stopped_by, "calibrations");
-    // Numbered as one search: calibrations in order, candidates and programs by first appearance.
+    // Numbered as one search: calibrations in order, programs by first appearance, candidates by
+    // admission (a part's after the earlier parts': here no candidate finishes out of order).
     let (mut next_candidate, mut next_program) = (0, 0);
     for (i, (r, _)) in one.records.iter().enumerate() {
         assert_eq!(r.calibration, i as u64);
@@ -180,7 +183,7 @@ fn a_rerun_task_gives_the_same_output_and_the_best_programs_migrate() {
     // Merging is order-free and drops a retried task's second output.
     let mut all: Vec<ShardOutput> = second.iter().chain(&first).cloned().collect();
     all.push(again);
-    let shuffled = merge(&scene, &plan, None, &all).expect("merge");
+    let shuffled = merge(&scene, &plan, None, all).expect("merge");
     let ordered = run_local(&scene, &scenes(), &options(1), &plan).expect("local");
     let records = |m: &ndvm_systems::search::merge::Merged| -> Vec<String> {
         m.records.iter().flat_map(|(r, _)| json(r)).collect()
@@ -208,4 +211,22 @@ fn bad_plans_are_refused() {
     let plan = Plan::new(&scene, 4, Some(3), Some(5), None, None).expect("plan");
     let merged = run_local(&scene, &scenes(), &options(1), &plan).expect("runs");
     assert_eq!(merged.report.summary.calibrations, 5);
+}
+
+#[test]
+fn the_merged_log_is_formatted_in_blocks_as_it_would_be_line_by_line() {
+    let scene = scene();
+    // Over 1,024 records: the log's lines are formatted in several blocks, joined in order.
+    let plan = Plan::new(&scene, 2, Some(1), Some(2500), None, None).expect("plan");
+    let merged = run_local(&scene, &scenes(), &options(2), &plan).expect("runs");
+    assert_eq!(merged.records.len(), 2500);
+    let mut one_by_one = LogWriter::new(Vec::new(), Vec::new());
+    for (r, at) in &merged.records {
+        one_by_one.write(r, *at).expect("in memory");
+    }
+    let (calibrations, programs) = merged.log();
+    assert_eq!(calibrations.as_bytes(), one_by_one.calibrations.as_slice());
+    assert_eq!(programs.as_bytes(), one_by_one.programs.as_slice());
+    assert!(programs.lines().count() > 1);
+    assert_eq!(merged.task_seconds.len(), 2);
 }

@@ -123,6 +123,54 @@ fn search_writes_its_log_results_and_frontier_identically_at_any_thread_count() 
     assert_eq!(runs[0], runs[2]);
 }
 
+/// `ndvm search SCENE --calibrations 1200 --out DIR` with `extra` arguments: its outputs.
+fn search_scalar(name: &str, extra: &[&str]) -> (Vec<Value>, Value) {
+    let dir = tmp(name);
+    let mut args = vec![
+        "search".to_string(),
+        scene("search_scalar.scene.ron"),
+        "--calibrations".into(),
+        "1200".into(),
+        "--out".into(),
+        dir.to_str().expect("path").into(),
+    ];
+    args.extend(extra.iter().map(|a| a.to_string()));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = ndvm(&args);
+    assert!(
+        out.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.starts_with("1200 calibrations in "), "{stdout}");
+    let outputs = outputs(&dir);
+    let _ = std::fs::remove_dir_all(&dir);
+    outputs
+}
+
+#[test]
+fn shards_run_at_once_and_write_the_same_files_at_any_thread_count() {
+    let one = search_scalar("k3t1", &["--shards", "3", "--threads", "1"]);
+    let two = search_scalar("k3t2", &["--shards", "3", "--threads", "2"]);
+    assert_eq!(one, two);
+    let (log, results) = &one;
+    assert_eq!(log.len(), 1200);
+    assert_eq!(results["summary"]["calibrations"], 1200);
+    assert_eq!(results["summary"]["stopped_by"], "calibrations");
+    // The shards deal out the stream's lines and draw their own starting values: another
+    // search than the plain one, numbered as one.
+    let plain = search_scalar("plain", &["--threads", "2"]);
+    assert_ne!(one.0, plain.0);
+    for (i, line) in log.iter().enumerate() {
+        assert_eq!(line["calibration"], i, "{line}");
+    }
+    // One shard is the plain search, file for file.
+    let single = search_scalar("k1", &["--shards", "1", "--threads", "2"]);
+    assert_eq!(single, plain);
+}
+
 #[test]
 fn the_front_is_the_answer_and_names_the_generating_law() {
     let dir = tmp("front");
@@ -336,22 +384,26 @@ fn wrong_scenes_and_settings_are_clean_errors() {
         "f16",
     ]);
     assert_eq!(out.status.code(), Some(2));
+    let scalar = scene("search_scalar.scene.ron");
+    let out = ndvm(&["search", &scalar, "--shards", "0"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--shards"));
+    // Epochs belong to a sharded search.
+    let out = ndvm(&["search", &scalar, "--epochs", "2"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--shards"));
 }
 
-#[test]
-fn sigterm_stops_the_search_and_writes_what_was_found() {
-    let dir = tmp("term");
+/// A search with a long time budget and `extra` arguments, sent SIGTERM after 1.5 s: it exits
+/// with status 130 and leaves a complete log and results.
+fn sigterm_writes_what_was_found(name: &str, extra: &[&str]) {
+    let dir = tmp(name);
+    let scalar = scene("search_scalar.scene.ron");
+    let mut args = vec!["search", &scalar, "--budget-seconds", "120"];
+    args.extend(extra);
+    args.extend(["--out", dir.to_str().expect("path")]);
     let mut child = common::command()
-        .args([
-            "search",
-            &scene("search_scalar.scene.ron"),
-            "--budget-seconds",
-            "120",
-            "--threads",
-            "1",
-            "--out",
-            dir.to_str().expect("path"),
-        ])
+        .args(&args)
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
@@ -369,6 +421,16 @@ fn sigterm_stops_the_search_and_writes_what_was_found() {
     assert_eq!(results["summary"]["calibrations"], log.len());
     assert!(!log.is_empty());
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn sigterm_stops_the_search_and_writes_what_was_found() {
+    sigterm_writes_what_was_found("term", &["--threads", "1"]);
+}
+
+#[test]
+fn sigterm_stops_a_sharded_search_and_writes_what_was_found() {
+    sigterm_writes_what_was_found("term-shards", &["--shards", "4", "--threads", "2"]);
 }
 
 #[test]

@@ -184,6 +184,11 @@ impl Classes {
         Classes { ids }
     }
 
+    /// `n` skeletons left ungrouped (no class each).
+    pub fn apart(n: usize) -> Classes {
+        Classes { ids: vec![None; n] }
+    }
+
     /// The class of the `i`-th skeleton.
     pub fn class(&self, i: usize) -> Option<Id> {
         self.ids.get(i).copied().flatten()

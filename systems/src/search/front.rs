@@ -240,8 +240,9 @@ pub struct FrontReport {
 }
 
 impl FrontReport {
-    /// Groups, scores and picks. `truth` is the law behind synthetic data.
-    pub fn build(front: &Front, truth: Option<&Truth>) -> FrontReport {
+    /// Groups (unless `group` is false: every entry its own law), scores and picks. `truth` is
+    /// the law behind synthetic data.
+    pub fn build(front: &Front, truth: Option<&Truth>, group: bool) -> FrontReport {
         let records: Vec<&Record> = front.records().collect();
         let names: Vec<Vec<String>> = records
             .iter()
@@ -255,7 +256,11 @@ impl FrontReport {
         if let Some(t) = truth {
             programs.push((&t.program, &t.constants));
         }
-        let classes = Classes::of(&programs);
+        let classes = if group {
+            Classes::of(&programs)
+        } else {
+            Classes::apart(programs.len())
+        };
         let truth_class = truth.and_then(|_| classes.class(records.len()));
         let mut entries: Vec<(Option<egg::Id>, Entry)> = Vec::new();
         for (i, (c, adjusted, r)) in front.entries.iter().enumerate() {
@@ -500,7 +505,7 @@ mod tests {
             program: "(+ c (* x k))".into(),
             constants: vec!["c".into(), "k".into()],
         };
-        let front = FrontReport::build(&f, Some(&truth));
+        let front = FrontReport::build(&f, Some(&truth), true);
         let c = front.chosen().expect("a pick");
         assert_eq!(c.complexity, 5);
         assert_eq!(c.record.calibration, 1);

@@ -27,14 +27,20 @@ use std::hash::{DefaultHasher, Hash, Hasher};
 /// 64-bit hashes), so memory stays at 24 bytes per distinct program whatever its length.
 #[derive(Clone, Debug, Default)]
 pub struct Programs {
-    ids: HashMap<u128, u64>,
+    /// The keys are hashes already: a fast fixed hasher spreads them (no SipHash per record).
+    ids: HashMap<u128, u64, foldhash::fast::FixedState>,
 }
 
 impl Programs {
     /// The number of the program `src`, given out in order of first appearance.
     pub fn id(&mut self, src: &str) -> u64 {
+        self.id_of(fingerprint(src))
+    }
+
+    /// [`Programs::id`] of the program whose [`fingerprint`] is `print`.
+    pub fn id_of(&mut self, print: u128) -> u64 {
         let next = self.ids.len() as u64;
-        *self.ids.entry(fingerprint(src)).or_insert(next)
+        *self.ids.entry(print).or_insert(next)
     }
 
     /// Distinct programs seen.
@@ -47,7 +53,8 @@ impl Programs {
     }
 }
 
-fn fingerprint(src: &str) -> u128 {
+/// A program's identity in the log: two independent 64-bit hashes of its source.
+pub fn fingerprint(src: &str) -> u128 {
     let half = |salt: u8| {
         let mut h = DefaultHasher::new();
         salt.hash(&mut h);
@@ -144,10 +151,22 @@ impl<W: std::io::Write> LogWriter<W> {
     }
 
     pub fn write(&mut self, record: &Record, elapsed_s: f64) -> std::io::Result<()> {
-        if record.program == self.written {
+        let first = record.program == self.written;
+        self.written += u64::from(first);
+        self.write_line(record, elapsed_s, first)
+    }
+
+    /// A record's line, and its program's before it when `first` (the record names the
+    /// program first): for a log written in blocks that each know which records those are.
+    pub fn write_line(
+        &mut self,
+        record: &Record,
+        elapsed_s: f64,
+        first: bool,
+    ) -> std::io::Result<()> {
+        if first {
             let line = serde_json::to_string(&record.program_line()).unwrap_or_default();
             writeln!(self.programs, "{line}")?;
-            self.written += 1;
         }
         let line = serde_json::to_string(&record.log_line(elapsed_s)).unwrap_or_default();
         writeln!(self.calibrations, "{line}")

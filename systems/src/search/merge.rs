@@ -2,8 +2,9 @@
 //! report, as if one search had made every calibration.
 //!
 //! Outputs are taken in (epoch, shard) order — a retried task's second output is dropped — and
-//! their records renumbered in that order: calibrations 0, 1, 2, …, candidates by first
-//! appearance, programs by first appearance of their source (as [`super::log`] numbers them).
+//! their records renumbered in that order: calibrations 0, 1, 2, …, candidates in their
+//! shard's own order after the earlier parts' (as a search numbers them: by admission), programs
+//! by first appearance of their source (as [`super::log`] numbers them).
 //! The tally, the top skeletons, the successes and the frontier are rebuilt from the merged
 //! records; proposer counts are summed by position. Times: an epoch starts when the slowest
 //! shard of the one before ended, so a record's time is its epoch's start plus its seconds into
@@ -11,31 +12,57 @@
 //! `timing` is a function of the scene and the plan.
 
 use super::frontier::Frontier;
-use super::log::{LogWriter, Programs};
+use super::log::{LogWriter, Programs, fingerprint};
 use super::record::{ProposerTally, Record, Tally};
 use super::report::{self, LoopTimes, SearchReport};
-use super::shard::{Plan, ShardOutput};
+use super::shard::{Plan, ShardOutput, WireRecord};
 use super::{MAX_WARNINGS, SearchError};
 use ndvm_components::scene::{Precision, Scene};
-use std::collections::HashMap;
+use rayon::prelude::*;
 
 /// A merged search: its report and its log, in order, each record with its time.
 #[derive(Debug)]
 pub struct Merged {
     pub report: SearchReport,
     pub records: Vec<(Record, f64)>,
+    /// Each task's own wall seconds, in (epoch, shard) order: (epoch, seconds), to see how
+    /// evenly the shards shared the work.
+    pub task_seconds: Vec<(u32, f64)>,
 }
 
 impl Merged {
-    /// The log as `ndvm search` writes it: (`calibrations.jsonl`, `programs.jsonl`).
+    /// The log as `ndvm search` writes it: (`calibrations.jsonl`, `programs.jsonl`). Its
+    /// lines are formatted on every core, in blocks of records, and joined in order.
     pub fn log(&self) -> (String, String) {
-        let mut log = LogWriter::new(Vec::new(), Vec::new());
-        for (r, at) in &self.records {
-            // Writing to memory cannot fail.
-            let _ = log.write(r, *at);
+        // Programs are numbered by first appearance: a record names its program first when
+        // the number is one past the highest before it.
+        let mut next = 0;
+        let first: Vec<bool> = (self.records.iter())
+            .map(|(r, _)| {
+                let first = r.program == next;
+                next += u64::from(first);
+                first
+            })
+            .collect();
+        const BLOCK: usize = 1024;
+        let blocks: Vec<(Vec<u8>, Vec<u8>)> = (self.records.par_chunks(BLOCK))
+            .zip(first.par_chunks(BLOCK))
+            .map(|(records, first)| {
+                let mut log = LogWriter::new(Vec::new(), Vec::new());
+                for ((r, at), &first) in records.iter().zip(first) {
+                    // Writing to memory cannot fail.
+                    let _ = log.write_line(r, *at, first);
+                }
+                (log.calibrations, log.programs)
+            })
+            .collect();
+        let (mut calibrations, mut programs) = (Vec::new(), Vec::new());
+        for (c, p) in blocks {
+            calibrations.extend(c);
+            programs.extend(p);
         }
         let text = |b: Vec<u8>| String::from_utf8(b).unwrap_or_default();
-        (text(log.calibrations), text(log.programs))
+        (text(calibrations), text(programs))
     }
 }
 
@@ -44,10 +71,51 @@ pub fn merge(
     scene: &Scene,
     plan: &Plan,
     precision: Option<Precision>,
-    outputs: &[ShardOutput],
+    outputs: Vec<ShardOutput>,
+) -> Result<Merged, SearchError> {
+    let mut parts = outputs;
+    // Decoded on every core, a shard to a core (`run_local` has its tasks do it).
+    let decoded: Vec<Decoded> = (parts.iter_mut())
+        .map(|o| std::mem::take(&mut o.records))
+        .collect::<Vec<_>>()
+        .into_par_iter()
+        .map(decode)
+        .collect();
+    merge_decoded(scene, plan, precision, parts, decoded)
+}
+
+/// A shard's records ready to merge: each with its program's [`fingerprint`] and its time.
+pub type Decoded = Vec<(Record, u128, f64)>;
+
+/// A shard's records, decoded for [`merge_decoded`] (their text moved, not copied).
+pub fn decode(records: Vec<WireRecord>) -> Decoded {
+    let one = |w: WireRecord| {
+        let elapsed_s = w.elapsed_s;
+        let r = w.into_record();
+        (fingerprint(&r.src), elapsed_s, r)
+    };
+    records
+        .into_iter()
+        .map(one)
+        .map(|(print, at, r)| (r, print, at))
+        .collect()
+}
+
+/// [`merge`] of outputs whose records are taken out and [`decode`]d, `decoded[i]` those of
+/// `outputs[i]`.
+pub fn merge_decoded(
+    scene: &Scene,
+    plan: &Plan,
+    precision: Option<Precision>,
+    outputs: Vec<ShardOutput>,
+    decoded: Vec<Decoded>,
 ) -> Result<Merged, SearchError> {
     let spec = scene.search.as_ref().ok_or(SearchError::NotASearch)?;
-    let parts = super::shard::distinct(outputs);
+    // In (epoch, shard) order, a retried task's second output dropped.
+    let mut parts: Vec<(ShardOutput, Decoded)> = outputs.into_iter().zip(decoded).collect();
+    parts.sort_by_key(|(o, _)| (o.task.epoch, o.task.shard));
+    parts.dedup_by_key(|(o, _)| (o.task.epoch, o.task.shard));
+    let (parts, decoded): (Vec<ShardOutput>, Vec<Decoded>) = parts.into_iter().unzip();
     for o in &parts {
         if o.task.shards != plan.shards || o.task.epoch >= plan.epochs {
             return Err(SearchError::Setting(format!(
@@ -69,20 +137,20 @@ pub fn merge(
     let mut tally = Tally::new(spec.keep, plan.by_r2, penalty);
     let mut frontier = Frontier::default();
     let mut programs = Programs::default();
-    let mut candidates: HashMap<(u32, usize, u64), u64> = HashMap::new();
-    let mut records = Vec::new();
+    // The merge's serial part: numbering, tallies and the frontier, in order.
+    let mut first_candidate = 0;
+    let mut records = Vec::with_capacity(decoded.iter().map(Vec::len).sum());
     let mut first_success_s = None;
     let mut now = 0.0f64;
-    for o in &parts {
-        for w in &o.records {
-            let mut r = w.record();
-            let next = candidates.len() as u64;
-            r.candidate = *candidates
-                .entry((o.task.epoch, o.task.shard, w.candidate))
-                .or_insert(next);
+    for (o, decoded) in parts.iter().zip(decoded) {
+        // A shard numbers its candidates from 0 as it admits them (a plain search's numbers):
+        // a part's come after the earlier parts'.
+        let count = decoded.iter().map(|d| d.0.candidate + 1).max().unwrap_or(0);
+        for (mut r, print, elapsed_s) in decoded {
+            r.candidate += first_candidate;
             r.calibration = tally.calibrations;
-            r.program = programs.id(&r.src);
-            now = now.max(start[o.task.epoch as usize] + w.elapsed_s);
+            r.program = programs.id_of(print);
+            now = now.max(start[o.task.epoch as usize] + elapsed_s);
             let before = tally.successful_skeletons.len();
             let improved = tally.add(&mut r);
             let new_success = tally.successful_skeletons.len() > before;
@@ -94,6 +162,7 @@ pub fn merge(
             }
             records.push((r, now));
         }
+        first_candidate += count;
     }
     let wall_s = start[plan.epochs as usize];
     frontier.close(tally.point(wall_s.max(now)));
@@ -146,8 +215,14 @@ pub fn merge(
         search_loop,
         frontier,
         truth: super::front::truth(scene),
+        group_front: true,
     });
-    Ok(Merged { report, records })
+    let task_seconds = parts.iter().map(|o| (o.task.epoch, o.wall_s)).collect();
+    Ok(Merged {
+        report,
+        records,
+        task_seconds,
+    })
 }
 
 /// Adds a part's per-proposer counts (and its first error) to the merged ones (every shard runs

@@ -49,6 +49,7 @@ pub mod front;
 pub mod frontier;
 pub mod heldout;
 pub mod infix;
+pub mod local;
 pub mod log;
 pub mod merge;
 pub mod mutate;
@@ -194,6 +195,8 @@ pub struct Search {
     frontier: Frontier,
     /// The skeleton of the law behind synthetic data, marked on the front.
     truth: Option<front::Truth>,
+    /// A shard's report leaves its front ungrouped: only the merge's front is read.
+    group_front: bool,
     /// Program numbers of the log ([`log::Programs`]).
     programs: log::Programs,
     warnings: Vec<String>,
@@ -371,6 +374,7 @@ impl Search {
             admitted: 0,
             frontier: Frontier::default(),
             truth: front::truth(scene),
+            group_front: options.shard.is_none(),
             programs: log::Programs::default(),
             warnings: Vec::new(),
             warning_count: 0,
@@ -586,6 +590,7 @@ impl Search {
             search_loop: self.loop_times,
             frontier: self.frontier.clone(),
             truth: self.truth.clone(),
+            group_front: self.group_front,
         })
     }
 }

@@ -37,6 +37,9 @@ pub(crate) struct Parts<'a> {
     pub frontier: Frontier,
     /// The skeleton of the law behind synthetic data.
     pub truth: Option<super::front::Truth>,
+    /// Group the front's entries into laws by equality saturation ([`super::equiv`]). A shard's
+    /// task skips it (milliseconds each): the merge groups the merged front.
+    pub group_front: bool,
 }
 
 /// A finished search.
@@ -208,7 +211,7 @@ pub(crate) fn build(p: Parts<'_>) -> SearchReport {
     };
     SearchReport {
         summary,
-        front: FrontReport::build(&t.front, p.truth.as_ref()),
+        front: FrontReport::build(&t.front, p.truth.as_ref(), p.group_front),
         best,
         first_success: t.first_success.clone(),
         simplest_success: t.simplest_success.clone(),

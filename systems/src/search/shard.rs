@@ -16,7 +16,7 @@
 //! a task that is run twice — a retried worker — gives the same [`ShardOutput`], and
 //! [`super::merge`] orders the outputs by epoch and shard, so the merged log and results are the
 //! same for the same shard and epoch counts on any cluster, whatever ran where. One shard and one
-//! epoch is exactly the unsharded search.
+//! epoch is exactly the unsharded search. [`super::local`] runs a plan on this machine's cores.
 
 use super::record::{Record, Tally};
 use super::setup::mix;
@@ -242,6 +242,18 @@ pub fn run_task(
     options: &SearchOptions,
     task: &ShardTask,
 ) -> Result<ShardOutput, SearchError> {
+    run_task_with(scene, base, options, task, &|_| {})
+}
+
+/// [`run_task`], telling `on_calibrated` of each calibration as the shard finishes it (in the
+/// shard's own order; a progress count, not the merged log).
+pub fn run_task_with(
+    scene: &Scene,
+    base: &Path,
+    options: &SearchOptions,
+    task: &ShardTask,
+    on_calibrated: &(dyn Fn(&Record) + Sync),
+) -> Result<ShardOutput, SearchError> {
     if task.shard >= task.shards {
         return Err(SearchError::Setting(format!(
             "shard {} of {}: shards are numbered from 0",
@@ -258,6 +270,7 @@ pub fn run_task(
     let mut records = Vec::new();
     let report = search.run(|e| {
         if let Event::Calibrated(r, elapsed_s) = e {
+            on_calibrated(r);
             records.push(WireRecord::of(r, elapsed_s));
         }
     });
@@ -275,23 +288,6 @@ pub fn run_task(
         search_loop: report.timing.search_loop,
         front_penalty: report.front.penalty,
     })
-}
-
-/// Runs a whole plan here, task after task, and merges it: what a cluster computes, on one
-/// machine (the reference its results are compared with).
-pub fn run_local(
-    scene: &Scene,
-    base: &Path,
-    options: &SearchOptions,
-    plan: &Plan,
-) -> Result<super::merge::Merged, SearchError> {
-    let mut outputs = Vec::new();
-    for epoch in 0..plan.epochs {
-        for task in plan.tasks(epoch, &outputs) {
-            outputs.push(run_task(scene, base, options, &task)?);
-        }
-    }
-    super::merge::merge(scene, plan, options.precision, &outputs)
 }
 
 /// A [`Record`] as a shard sends it: numbers as their bits (a NaN loss, an infinite constant and
@@ -343,28 +339,31 @@ impl WireRecord {
 
     /// The record back (an unknown status reads as `failed`).
     pub fn record(&self) -> Record {
+        self.clone().into_record()
+    }
+
+    /// [`WireRecord::record`], its text moved rather than copied.
+    pub fn into_record(self) -> Record {
         Record {
             calibration: self.calibration,
             candidate: self.candidate,
             draw: self.draw,
-            proposer: self.proposer.clone(),
-            name: self.name.clone(),
-            skeleton: self.skeleton.clone(),
-            program: 0,
-            src: self.src.clone(),
-            params: self
-                .params
-                .iter()
-                .map(|(k, v)| (k.clone(), f64::from_bits(*v)))
-                .collect(),
-            train_loss: f64::from_bits(self.train_loss),
-            held_out_r2: self.held_out_r2.map(f64::from_bits),
-            success: self.success,
             status: STATUSES
                 .into_iter()
                 .find(|s| *s == self.status)
                 .unwrap_or("failed"),
-            detail: self.detail.clone(),
+            proposer: self.proposer,
+            name: self.name,
+            skeleton: self.skeleton,
+            program: 0,
+            src: self.src,
+            params: (self.params.into_iter())
+                .map(|(k, v)| (k, f64::from_bits(v)))
+                .collect(),
+            train_loss: f64::from_bits(self.train_loss),
+            held_out_r2: self.held_out_r2.map(f64::from_bits),
+            success: self.success,
+            detail: self.detail,
             // The merge's tally decides it again, in the merged order.
             front: false,
         }

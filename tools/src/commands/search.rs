@@ -5,8 +5,9 @@
 //! folder (`--out DIR`, the scene's `search.out`, else `ndvm-out/<scene>/`) it streams the
 //! calibration log (`calibrations.jsonl`, with each program once in `programs.jsonl`) and
 //! writes the results (`search.json`), the frontier (`frontier.csv`) and its plot
-//! (`frontier.svg`). Ctrl-C or SIGTERM stops the search and
-//! writes what was found (exit status 130).
+//! (`frontier.svg`). Ctrl-C or SIGTERM stops the search and writes what was found (exit status
+//! 130). With `--shards N` the search runs as N shards at once, one to a worker, merged when they
+//! end (docs/search.md, "Shards").
 
 use crate::Failure;
 use crate::files::{create_folder, default_out, read_scene, write_atomically};
@@ -14,12 +15,14 @@ use crate::interrupt::interrupt_flag;
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use ndvm_components::scene::Precision;
+use ndvm_systems::search::local::run_local_with;
 use ndvm_systems::search::log::LogWriter;
+use ndvm_systems::search::shard::Plan;
 use ndvm_systems::search::{Event, Record, Search, SearchOptions, SearchReport};
 use std::fs::File;
-use std::io::BufWriter;
+use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{SyncSender, sync_channel};
 use std::thread::JoinHandle;
 
@@ -68,6 +71,16 @@ pub struct SearchArgs {
     /// Where calibrations replay (default: the scene's `device`, else auto; docs/gpu.md).
     #[arg(long, value_enum, value_name = "cpu|gpu|auto")]
     device: Option<crate::device::DeviceArg>,
+    /// Run the search as N shards at once, each on a worker of its own, merged into one result
+    /// (docs/search.md, "Shards"): the search's cores share nothing. Results depend on N, never
+    /// on `--threads`; one shard is the plain search. The log is written when it ends.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=4096))]
+    shards: Option<u32>,
+    /// Rounds of a sharded search; between them each shard's best programs seed every shard's
+    /// Evolve (default: 4 when several shards run Evolve, else 1).
+    #[arg(long, value_name = "N", requires = "shards",
+          value_parser = clap::value_parser!(u32).range(1..=4096))]
+    epochs: Option<u32>,
 }
 
 pub fn search(args: SearchArgs) -> Result<(), Failure> {
@@ -114,6 +127,9 @@ pub fn search(args: SearchArgs) -> Result<(), Failure> {
         device: args.device.map(Into::into),
         ..SearchOptions::default()
     };
+    if let Some(shards) = args.shards {
+        return sharded(&args, &scene, &base, options, (shards, log, &out));
+    }
     let mut search = Search::new(&scene, &base, &options).map_err(|e| {
         say!("error: {}: {e}", args.scene.display());
         Failure::Program
@@ -157,12 +173,72 @@ pub fn search(args: SearchArgs) -> Result<(), Failure> {
         Event::Warning(w) => bar.suspend(|| say!("warning: {w}")),
     });
     bar.finish_and_clear();
-    let mut failed_write = false;
-    if let Err(e) = log.finish() {
+    let wrote = log.finish().map_err(|e| {
         say!("error: could not write the calibration log: {e}");
-        failed_write = true;
+    });
+    finish(&args, &report, &out, wrote.is_ok(), &interrupted)
+}
+
+/// `--shards N`: the plan's shards run at once on the workers ([`run_local_with`]), then the
+/// merged log and results are written as a plain search writes them.
+fn sharded(
+    args: &SearchArgs,
+    scene: &ndvm_components::scene::Scene,
+    base: &Path,
+    options: SearchOptions,
+    (shards, mut log, out): (u32, Log, &Path),
+) -> Result<(), Failure> {
+    let plan = Plan::new(
+        scene,
+        shards as usize,
+        args.epochs,
+        options.calibrations,
+        options.seconds,
+        None,
+    )
+    .map_err(|e| Failure::Usage(format!("--shards: {e}")))?;
+    let bar = match plan.calibrations {
+        Some(n) => ProgressBar::new(n),
+        None => ProgressBar::new_spinner(),
+    };
+    bar.set_style(
+        ProgressStyle::with_template("{bar:30} {pos} calibrations ({per_sec}) in {msg}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    let rounds = if plan.epochs == 1 { "" } else { "s" };
+    bar.set_message(format!(
+        "{} shards, {} epoch{rounds}",
+        plan.shards, plan.epochs
+    ));
+    let merged = run_local_with(scene, base, &options, &plan, &|_| bar.inc(1)).map_err(|e| {
+        say!("error: {}: {e}", args.scene.display());
+        Failure::Program
+    })?;
+    bar.finish_and_clear();
+    let report = &merged.report;
+    for w in &report.warnings {
+        say!("warning: {w}");
     }
-    failed_write |= write_outputs(&out, &report, &args.scene).is_err();
+    // Formatted on every core, then written in one go.
+    let (calibrations, programs) = merged.log();
+    let written = (log.calibrations.write_all(calibrations.as_bytes()))
+        .and_then(|()| log.programs.write_all(programs.as_bytes()));
+    let wrote = written.and_then(|()| log.flush()).map_err(|e| {
+        say!("error: could not write the calibration log: {e}");
+    });
+    let interrupted = options.interrupted.unwrap_or_default();
+    finish(args, report, out, wrote.is_ok(), &interrupted)
+}
+
+/// Writes the results and frontier, prints the summary (or the JSON) and picks the exit status.
+fn finish(
+    args: &SearchArgs,
+    report: &SearchReport,
+    out: &Path,
+    log_written: bool,
+    interrupted: &AtomicBool,
+) -> Result<(), Failure> {
+    let failed_write = !log_written | write_outputs(out, report, &args.scene).is_err();
     if args.json {
         crate::output::print(&report.to_json())?;
     } else {
