@@ -71,17 +71,16 @@ pub fn merge(
     scene: &Scene,
     plan: &Plan,
     precision: Option<Precision>,
-    outputs: Vec<ShardOutput>,
+    mut outputs: Vec<ShardOutput>,
 ) -> Result<Merged, SearchError> {
-    let mut parts = outputs;
     // Decoded on every core, a shard to a core (`run_local` has its tasks do it).
-    let decoded: Vec<Decoded> = (parts.iter_mut())
+    let decoded: Vec<Decoded> = (outputs.iter_mut())
         .map(|o| std::mem::take(&mut o.records))
         .collect::<Vec<_>>()
         .into_par_iter()
         .map(decode)
         .collect();
-    merge_decoded(scene, plan, precision, parts, decoded)
+    merge_decoded(scene, plan, precision, outputs, decoded)
 }
 
 /// A shard's records ready to merge: each with its program's [`fingerprint`] and its time.
@@ -92,13 +91,10 @@ pub fn decode(records: Vec<WireRecord>) -> Decoded {
     let one = |w: WireRecord| {
         let elapsed_s = w.elapsed_s;
         let r = w.into_record();
-        (fingerprint(&r.src), elapsed_s, r)
+        let print = fingerprint(&r.src);
+        (r, print, elapsed_s)
     };
-    records
-        .into_iter()
-        .map(one)
-        .map(|(print, at, r)| (r, print, at))
-        .collect()
+    records.into_iter().map(one).collect()
 }
 
 /// [`merge`] of outputs whose records are taken out and [`decode`]d, `decoded[i]` those of
