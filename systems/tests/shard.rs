@@ -230,3 +230,42 @@ fn the_merged_log_is_formatted_in_blocks_as_it_would_be_line_by_line() {
     assert!(programs.lines().count() > 1);
     assert_eq!(merged.task_seconds.len(), 2);
 }
+
+#[test]
+fn a_forged_output_whose_candidate_numbers_would_overflow_is_refused() {
+    let scene = scene();
+    let plan = Plan::new(&scene, 2, Some(1), Some(40), None, None).expect("plan");
+    let mut outputs: Vec<ShardOutput> = plan
+        .tasks(0, &[])
+        .iter()
+        .map(|t| run_task(&scene, &scenes(), &options(1), t).expect("task"))
+        .collect();
+    assert!(merge(&scene, &plan, None, outputs.clone()).is_ok());
+    outputs[0].records[0].candidate = u64::MAX;
+    let e = merge(&scene, &plan, None, outputs.clone()).expect_err("refused");
+    assert!(e.to_string().contains("overflow"), "{e}");
+    outputs[0].records[0].candidate = u64::MAX - 1;
+    let e = merge(&scene, &plan, None, outputs).expect_err("refused");
+    assert!(e.to_string().contains("overflow"), "{e}");
+}
+
+#[test]
+fn an_interrupted_sharded_search_stops_after_its_round_and_merges_what_ran() {
+    let scene = scene();
+    let plan = Plan::new(&scene, 2, Some(3), Some(300), None, None).expect("plan");
+    let flag = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let stop = flag.clone();
+    let options = SearchOptions {
+        interrupted: Some(flag),
+        ..options(1)
+    };
+    // Ctrl-C during the first round: no later round starts.
+    let set = move |_: &Record| stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let merged =
+        ndvm_systems::search::local::run_local_with(&scene, &scenes(), &options, &plan, &set)
+            .expect("merged");
+    assert_eq!(merged.report.summary.stopped_by, "interrupted");
+    assert!(merged.task_seconds.iter().all(|(epoch, _)| *epoch == 0));
+    assert_eq!(merged.task_seconds.len(), 2);
+    assert!(merged.records.len() < 300);
+}

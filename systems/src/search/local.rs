@@ -47,17 +47,22 @@ pub fn run_local_with(
 ) -> Result<Merged, SearchError> {
     let began = Instant::now();
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let threads = options
-        .threads
+    // As a plain search: `--threads`, else the scene's `threads`, else every core.
+    let threads = (options.threads.or(scene.threads))
         .filter(|&t| t > 0)
         .unwrap_or(cores)
         .min(cores);
+    let interrupted = || (options.interrupted.as_ref()).is_some_and(|f| f.load(Ordering::Relaxed));
     let mut outputs = Vec::new();
     // Per task, in order: its records decoded for the merge (by the task itself in the last
     // epoch; earlier epochs' records choose the migrants first) and its wall seconds.
     let mut decoded: Vec<Option<Decoded>> = Vec::new();
     let mut task_seconds = Vec::new();
     for epoch in 0..plan.epochs {
+        // Ctrl-C ends the search with the rounds run so far.
+        if epoch > 0 && interrupted() {
+            break;
+        }
         let last = epoch + 1 == plan.epochs;
         let mut tasks = plan.tasks(epoch, &outputs);
         let workers = threads.min(tasks.len()).max(1);
@@ -107,15 +112,21 @@ pub fn run_local_with(
             task_seconds.push((epoch, secs));
         }
     }
-    // The earlier epochs' records, on every core.
-    let todo: Vec<(&mut Option<Decoded>, &mut ShardOutput)> = (decoded.iter_mut())
-        .zip(outputs.iter_mut())
-        .filter(|(d, _)| d.is_none())
-        .collect();
-    todo.into_par_iter()
-        .for_each(|(d, o)| *d = Some(decode(std::mem::take(&mut o.records))));
-    let decoded = decoded.into_iter().map(Option::unwrap_or_default).collect();
-    let mut merged = merge_decoded(scene, plan, options.precision, outputs, decoded)?;
+    // The rest on the run's own workers: the earlier epochs' records decoded, then the merge.
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .map_err(|e| SearchError::Setting(format!("cannot start {threads} threads: {e}")))?;
+    let mut merged = pool.install(|| {
+        let todo: Vec<(&mut Option<Decoded>, &mut ShardOutput)> = (decoded.iter_mut())
+            .zip(outputs.iter_mut())
+            .filter(|(d, _)| d.is_none())
+            .collect();
+        todo.into_par_iter()
+            .for_each(|(d, o)| *d = Some(decode(std::mem::take(&mut o.records))));
+        let decoded = decoded.into_iter().map(Option::unwrap_or_default).collect();
+        merge_decoded(scene, plan, options.precision, outputs, decoded)
+    })?;
     merged.task_seconds = task_seconds;
     // The merge times a cluster (an epoch lasts its slowest shard); this is the run's own.
     let timing = &mut merged.report.timing;

@@ -107,6 +107,13 @@ pub fn merge_decoded(
     decoded: Vec<Decoded>,
 ) -> Result<Merged, SearchError> {
     let spec = scene.search.as_ref().ok_or(SearchError::NotASearch)?;
+    if outputs.len() != decoded.len() {
+        return Err(SearchError::Setting(format!(
+            "{} shard outputs but {} decoded record lists",
+            outputs.len(),
+            decoded.len()
+        )));
+    }
     // In (epoch, shard) order, a retried task's second output dropped.
     let mut parts: Vec<(ShardOutput, Decoded)> = outputs.into_iter().zip(decoded).collect();
     parts.sort_by_key(|(o, _)| (o.task.epoch, o.task.shard));
@@ -134,14 +141,25 @@ pub fn merge_decoded(
     let mut frontier = Frontier::default();
     let mut programs = Programs::default();
     // The merge's serial part: numbering, tallies and the frontier, in order.
-    let mut first_candidate = 0;
+    let mut first_candidate: u64 = 0;
     let mut records = Vec::with_capacity(decoded.iter().map(Vec::len).sum());
     let mut first_success_s = None;
     let mut now = 0.0f64;
     for (o, decoded) in parts.iter().zip(decoded) {
         // A shard numbers its candidates from 0 as it admits them (a plain search's numbers):
         // a part's come after the earlier parts'.
-        let count = decoded.iter().map(|d| d.0.candidate + 1).max().unwrap_or(0);
+        // Numbers near 2⁶⁴ come only from a forged output: refused, never wrapped.
+        let too_many = || {
+            SearchError::Setting(format!(
+                "shard {} of epoch {}: candidate numbers overflow",
+                o.task.shard, o.task.epoch
+            ))
+        };
+        let count = match decoded.iter().map(|d| d.0.candidate).max() {
+            None => 0,
+            Some(c) => c.checked_add(1).ok_or_else(too_many)?,
+        };
+        let after = first_candidate.checked_add(count).ok_or_else(too_many)?;
         for (mut r, print, elapsed_s) in decoded {
             r.candidate += first_candidate;
             r.calibration = tally.calibrations;
@@ -158,7 +176,7 @@ pub fn merge_decoded(
             }
             records.push((r, now));
         }
-        first_candidate += count;
+        first_candidate = after;
     }
     let wall_s = start[plan.epochs as usize];
     frontier.close(tally.point(wall_s.max(now)));

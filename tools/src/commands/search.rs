@@ -113,6 +113,18 @@ pub fn search(args: SearchArgs) -> Result<(), Failure> {
         .clone()
         .or(spec.out.as_ref().map(PathBuf::from))
         .unwrap_or_else(|| default_out(&args.scene));
+    // A sharded search's plan (`--shards`), checked before anything is written.
+    let plan = match args.shards {
+        None => None,
+        Some(shards) => {
+            let (c, s) = (args.calibrations, args.budget_seconds);
+            let plan = Plan::new(&scene, shards as usize, args.epochs, c, s, None);
+            Some(plan.map_err(|e| {
+                say!("error: {}: {e}", args.scene.display());
+                Failure::Program
+            })?)
+        }
+    };
     // Open the log before any work, so a long search cannot end with nowhere to go.
     let log = open_log(&out)?;
     let interrupted = interrupt_flag();
@@ -127,8 +139,8 @@ pub fn search(args: SearchArgs) -> Result<(), Failure> {
         device: args.device.map(Into::into),
         ..SearchOptions::default()
     };
-    if let Some(shards) = args.shards {
-        return sharded(&args, &scene, &base, options, (shards, log, &out));
+    if let Some(plan) = plan {
+        return sharded(&args, &scene, &base, options, (plan, log, &out));
     }
     let mut search = Search::new(&scene, &base, &options).map_err(|e| {
         say!("error: {}: {e}", args.scene.display());
@@ -186,17 +198,8 @@ fn sharded(
     scene: &ndvm_components::scene::Scene,
     base: &Path,
     options: SearchOptions,
-    (shards, mut log, out): (u32, Log, &Path),
+    (plan, mut log, out): (Plan, Log, &Path),
 ) -> Result<(), Failure> {
-    let plan = Plan::new(
-        scene,
-        shards as usize,
-        args.epochs,
-        options.calibrations,
-        options.seconds,
-        None,
-    )
-    .map_err(|e| Failure::Usage(format!("--shards: {e}")))?;
     let bar = match plan.calibrations {
         Some(n) => ProgressBar::new(n),
         None => ProgressBar::new_spinner(),
