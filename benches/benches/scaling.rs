@@ -306,7 +306,12 @@ fn measure(name: &str, work: Work, threads: &[usize], rounds: usize, cores: usiz
     }
     let is_fit = matches!(work, Work::Fit { .. });
     let unit = if is_fit { "wall s" } else { "cal/s" };
-    println!("\n{name} ({unit}; {steps} steps; medians of {rounds} rounds)");
+    // A sharded run's steps are its shards' own (not counted): its tasks are shown instead.
+    let counted = match work {
+        Work::Sharded { .. } => "shards in tasks".to_string(),
+        _ => format!("{steps} steps"),
+    };
+    println!("\n{name} ({unit}; {counted}; medians of {rounds} rounds)");
     println!(
         "{:>8} {:>12} {:>9} {:>11} {:>10} {:>14}",
         "threads", unit, "speedup", "vs ceiling", "serial e", "overhead/step"

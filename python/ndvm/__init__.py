@@ -147,10 +147,10 @@ def search_sharded(
     shards run Evolve, else 1) each shard's best ``migrants`` programs (default 4) seed every
     shard's Evolve in the next round. The budget (``calibrations``, ``seconds``, else the
     scene's) is the whole search's; ``seconds`` is the run's wall time (with more shards than
-    ``threads``, each wave of shards gets its share of a round). With ``out``, the folder gets what ``ndvm search --out``
-    writes (``search.json``, ``calibrations.jsonl``, ``programs.jsonl``, ``frontier.csv``,
-    ``frontier.svg``; ``search.json`` adds the wall-clock ``timing``). One shard in one epoch is
-    exactly :func:`search`.
+    ``threads``, each wave of shards gets its share of a round). With ``out``, the folder gets
+    what ``ndvm search --out`` writes (``search.json``, ``calibrations.jsonl``,
+    ``programs.jsonl``, ``frontier.csv``, ``frontier.svg``; ``search.json`` adds the wall-clock
+    ``timing``). One shard in one epoch is exactly :func:`search`.
     """
     from ._shards import write_files
 

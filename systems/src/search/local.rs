@@ -27,17 +27,17 @@ pub fn run_local(
     run_local_with(scene, base, options, plan, &|_| {})
 }
 
-/// Runs a whole plan here, each epoch's shards at once, and merges it.
+/// Runs a whole plan here, each epoch's shards at once, and merges it (see the module docs).
 ///
-/// The shards of an epoch share nothing, so they are the search's cheapest parallelism: each
-/// runs on a worker of its own, with no barrier between them until the epoch ends (where the
-/// migrants are chosen). `options.threads` workers (else one per core) take the tasks in
+/// `options.threads` workers (else the scene's `threads`, else one per core) take the tasks in
 /// order; with fewer tasks than workers each task's search gets an equal share of them. The
 /// merged result does not depend on the thread count (under a calibration budget): only on the
 /// plan. A time budget is the run's wall time: with more shards than workers, the shards run in
 /// waves and each gets its wave's share of the round. The report's `timing` is this run's
-/// (its wall time and workers); the records' times are the merge's, each shard's own clock
-/// from its epoch's start. The first task that cannot start (in task order) is the error.
+/// (its wall time and workers); the records' times are the merge's (a shard's own clock after
+/// the earlier epochs' slowest shards). `on_calibrated` hears of each calibration as its shard
+/// finishes it (a progress count). Ctrl-C ends the search after the epoch it stopped. The
+/// first task that cannot start (in task order) is the error.
 pub fn run_local_with(
     scene: &Scene,
     base: &Path,
