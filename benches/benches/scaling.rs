@@ -51,6 +51,8 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use ndvm_components::scene::{Device, Scene};
 use ndvm_systems::prelude::*;
 use ndvm_systems::search::local::run_local;
+use ndvm_systems::search::log::LogWriter;
+use ndvm_systems::search::merge::TaskTimes;
 use ndvm_systems::search::shard::Plan;
 use ndvm_systems::search::{LoopTimes, Search, SearchOptions};
 use ndvm_systems::trace::Trace;
@@ -95,8 +97,8 @@ struct Run {
     pass_s: f64,
     /// A search's own phases ([`LoopTimes`]).
     phases: Option<LoopTimes>,
-    /// A sharded search: each task's (epoch, seconds).
-    tasks: Vec<(u32, f64)>,
+    /// A sharded search: each task's epoch, seconds and merge.
+    tasks: Vec<TaskTimes>,
 }
 
 /// The pipeline's stages: a pass's wall time is shared among them.
@@ -181,7 +183,7 @@ fn run(work: Work, threads: usize, trace: bool) -> Run {
                 serial_s: report.timing.search_loop.serial_s(),
                 digest: digest(&log),
                 trace: search.trace().cloned(),
-                tasks: Vec::new(),
+                ..Run::default()
             }
         }
         Work::Fit { scene, steps } => {
@@ -234,13 +236,22 @@ fn run(work: Work, threads: usize, trace: bool) -> Run {
                 .unwrap_or(shards);
             let plan =
                 Plan::new(&scene, shards, None, Some(calibrations), None, None).expect("plan");
-            let merged = run_local(&scene, &feynman::scenes(), &options, &plan).expect("runs");
+            // The merged log is formatted as the CLI formats it (in memory here): part of the
+            // time, unlike the plain search's rows, which keep their records.
+            let mut log = LogWriter::new(Vec::new(), Vec::new());
+            let merged =
+                run_local(&scene, &feynman::scenes(), &options, &plan, &mut log).expect("runs");
             let wall_s = start.elapsed().as_secs_f64();
+            // Each line but its time (the last field).
+            let lines = String::from_utf8(log.calibrations).expect("JSON lines");
+            let answer: String = (lines.lines())
+                .map(|l| l.rsplit_once(",\"timing\"").map_or(l, |(a, _)| a))
+                .collect();
             Run {
-                rate: merged.records.len() as f64 / wall_s,
+                rate: merged.report.summary.calibrations as f64 / wall_s,
                 wall_s,
-                digest: digest(&log_of(merged.records.iter().map(|(r, _)| r))),
-                tasks: merged.task_seconds,
+                digest: digest(&answer),
+                tasks: merged.tasks,
                 ..Run::default()
             }
         }
@@ -529,25 +540,34 @@ fn project(work: Work, rounds: usize, widest: usize, rates: &[Vec<f64>], threads
     );
 }
 
-/// A sharded search's one-thread run (its median round) projected onto more workers: each
-/// epoch's tasks taken in order by the first free worker, as `run_local` hands them out, and
-/// what ran outside the tasks (the plan, the merge, starting and ending each epoch) on one
-/// thread. Printed beside the measured speedup at the widest thread count.
+/// A sharded search's one-thread run (its median round) projected onto more workers, as
+/// `run_local` runs it: each epoch's tasks taken in order by the first free worker, each part
+/// merged once it and the parts before it are done and a worker is idle (on one thread while
+/// tasks run, its parallel seconds spread over the workers after), the next epoch once the
+/// last part is merged, and
+/// what ran outside the tasks and the merge (the plan, the report) on one thread. Printed
+/// beside the measured speedup at the widest thread count.
 fn project_shards(runs: &[Run], rates: &[Vec<f64>], threads: &[usize], widest: usize) {
     let Some(j) = threads.iter().position(|&t| t == 1) else {
         return;
     };
     let one = &runs[j];
-    let in_tasks: f64 = one.tasks.iter().map(|t| t.1).sum();
-    let outside = (one.wall_s - in_tasks).max(0.0);
-    let epochs = one.tasks.iter().map(|t| t.0).max().map_or(0, |e| e + 1);
-    let longest = one.tasks.iter().map(|t| t.1).fold(0.0, f64::max);
+    let in_tasks: f64 = one.tasks.iter().map(|t| t.seconds).sum();
+    let merging: f64 = (one.tasks.iter())
+        .map(|t| t.merge.serial_s + t.merge.parallel_s)
+        .sum();
+    let outside = (one.wall_s - in_tasks - merging).max(0.0);
+    let epochs = one.tasks.iter().map(|t| t.epoch).max().map_or(0, |e| e + 1);
+    let longest = one.tasks.iter().map(|t| t.seconds).fold(0.0, f64::max);
     println!(
         "projected from the one-thread run ({} tasks in {epochs} epochs, {:.1} ms each on \
-         average, the longest {:.1} ms; {:.1} ms outside the tasks):",
+         average, the longest {:.1} ms; merging them {:.1} ms, {:.1} ms of it on every core; \
+         {:.1} ms besides):",
         one.tasks.len(),
         1e3 * in_tasks / one.tasks.len().max(1) as f64,
         1e3 * longest,
+        1e3 * merging,
+        1e3 * one.tasks.iter().map(|t| t.merge.parallel_s).sum::<f64>(),
         1e3 * outside
     );
     println!(
@@ -555,16 +575,31 @@ fn project_shards(runs: &[Run], rates: &[Vec<f64>], threads: &[usize], widest: u
         "workers", "speedup", "measured", "imbalance"
     );
     for p in [2, 16, 64] {
-        let mut span = 0.0;
+        let (mut clock, mut busy) = (0.0, 0.0);
         for e in 0..epochs {
-            let mut free = vec![0.0f64; p];
-            for &(_, secs) in one.tasks.iter().filter(|t| t.0 == e) {
-                let w = (0..p).fold(0, |b, i| if free[i] < free[b] { i } else { b });
-                free[w] += secs;
+            let mut free = vec![clock; p];
+            let tasks: Vec<&TaskTimes> = one.tasks.iter().filter(|t| t.epoch == e).collect();
+            let finished: Vec<f64> = (tasks.iter())
+                .map(|t| {
+                    let w = (0..p).fold(0, |b, i| if free[i] < free[b] { i } else { b });
+                    free[w] += t.seconds;
+                    free[w]
+                })
+                .collect();
+            let last = finished.iter().copied().fold(clock, f64::max);
+            // Merging starts when a worker has no task left; a part merged while tasks run is
+            // merged on one thread, after, on every worker.
+            let idle = free.iter().copied().fold(f64::INFINITY, f64::min);
+            let mut merged = clock;
+            for (t, done) in tasks.iter().zip(finished) {
+                let start = merged.max(done).max(idle);
+                let spread = if start < last { 1.0 } else { p as f64 };
+                merged = start + t.merge.serial_s + t.merge.parallel_s / spread;
             }
-            span += free.iter().copied().fold(0.0, f64::max);
+            busy += last - clock;
+            clock = merged.max(last);
         }
-        let secs = span + outside;
+        let secs = clock + outside;
         let measured = threads
             .iter()
             .position(|&t| t == p && p <= widest)
@@ -573,7 +608,7 @@ fn project_shards(runs: &[Run], rates: &[Vec<f64>], threads: &[usize], widest: u
             "{p:>8} {:>8.2}× {:>10} {:>11.1}%",
             one.wall_s / secs,
             measured.map_or("-".into(), |s| format!("{s:.2}×")),
-            100.0 * (span - in_tasks / p as f64) / secs
+            100.0 * (busy - in_tasks / p as f64) / secs
         );
     }
 }

@@ -5,6 +5,7 @@
 use crate::{input_err, scene_of};
 use ndvm_systems::search::SearchOptions;
 use ndvm_systems::search::local::run_local;
+use ndvm_systems::search::log::LogWriter;
 use ndvm_systems::search::merge::{Merged, merge};
 use ndvm_systems::search::shard::{Plan, ShardOutput, ShardTask, run_task};
 use pyo3::prelude::*;
@@ -91,8 +92,9 @@ pub fn search_merge(
         .collect::<PyResult<Vec<ShardOutput>>>()?;
     let title = title.to_string();
     py.detach(move || -> Result<_, String> {
-        let merged = merge(&scene, &plan, None, outputs).map_err(|e| e.to_string())?;
-        Ok(files(&merged, &title))
+        let mut log = LogWriter::new(Vec::new(), Vec::new());
+        let merged = merge(&scene, &plan, None, outputs, &mut log).map_err(|e| e.to_string())?;
+        Ok(files(&merged, &title, log))
     })
     .map_err(input_err)
 }
@@ -119,19 +121,22 @@ pub fn search_local(
             threads,
             ..SearchOptions::default()
         };
-        let merged = run_local(&scene, &base, &options, &plan).map_err(|e| e.to_string())?;
-        Ok(files(&merged, &title))
+        let mut log = LogWriter::new(Vec::new(), Vec::new());
+        let merged =
+            run_local(&scene, &base, &options, &plan, &mut log).map_err(|e| e.to_string())?;
+        Ok(files(&merged, &title, log))
     })
     .map_err(input_err)
 }
 
-/// A merged search as the files `ndvm search --out` writes.
-fn files(merged: &Merged, title: &str) -> Vec<(String, String)> {
+/// A merged search, its log written in memory, as the files `ndvm search --out` writes.
+fn files(merged: &Merged, title: &str, log: LogWriter<Vec<u8>>) -> Vec<(String, String)> {
     let mut files: Vec<(String, String)> = (merged.report.files(title).into_iter())
         .map(|(f, t)| (f.to_string(), t))
         .collect();
-    let (calibrations, programs) = merged.log();
-    files.push(("calibrations.jsonl".into(), calibrations));
-    files.push(("programs.jsonl".into(), programs));
+    // JSON lines are UTF-8.
+    let text = |b: Vec<u8>| String::from_utf8(b).unwrap_or_default();
+    files.push(("calibrations.jsonl".into(), text(log.calibrations)));
+    files.push(("programs.jsonl".into(), text(log.programs)));
     files
 }

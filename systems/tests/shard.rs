@@ -5,11 +5,11 @@
 
 use ndvm_components::scene::Scene;
 use ndvm_systems::search::expr::Expr;
-use ndvm_systems::search::local::run_local;
+use ndvm_systems::search::local::{run_local, run_local_with};
 use ndvm_systems::search::log::LogWriter;
-use ndvm_systems::search::merge::merge;
+use ndvm_systems::search::merge::{Merged, merge};
 use ndvm_systems::search::shard::{Plan, ShardOutput, run_task};
-use ndvm_systems::search::{Event, Record, Search, SearchOptions, SearchReport};
+use ndvm_systems::search::{Event, Record, Search, SearchError, SearchOptions, SearchReport};
 use std::collections::HashSet;
 use std::path::PathBuf;
 
@@ -55,8 +55,51 @@ fn without_timing(report: &SearchReport) -> String {
     v.to_string()
 }
 
-fn json(r: &Record) -> Vec<String> {
-    vec![serde_json::to_string(r).expect("json")]
+/// A merged search and its log: (`calibrations.jsonl`, `programs.jsonl`).
+struct Run {
+    merged: Merged,
+    calibrations: String,
+    programs: String,
+}
+
+impl Run {
+    /// The log's lines, each without its time (the last field, a clock reading).
+    fn lines(&self) -> Vec<&str> {
+        (self.calibrations.lines())
+            .map(|l| l.rsplit_once(",\"timing\"").expect("a time").0)
+            .collect()
+    }
+
+    /// The log's lines, read.
+    fn records(&self) -> Vec<serde_json::Value> {
+        (self.calibrations.lines())
+            .map(|l| serde_json::from_str(l).expect("a JSON line"))
+            .collect()
+    }
+}
+
+fn text(b: Vec<u8>) -> String {
+    String::from_utf8(b).expect("UTF-8")
+}
+
+fn local(scene: &Scene, threads: usize, plan: &Plan) -> Run {
+    let mut log = LogWriter::new(Vec::new(), Vec::new());
+    let merged = run_local(scene, &scenes(), &options(threads), plan, &mut log).expect("runs");
+    Run {
+        merged,
+        calibrations: text(log.calibrations),
+        programs: text(log.programs),
+    }
+}
+
+fn merged(scene: &Scene, plan: &Plan, outputs: Vec<ShardOutput>) -> Result<Run, SearchError> {
+    let mut log = LogWriter::new(Vec::new(), Vec::new());
+    let merged = merge(scene, plan, None, outputs, &mut log)?;
+    Ok(Run {
+        merged,
+        calibrations: text(log.calibrations),
+        programs: text(log.programs),
+    })
 }
 
 #[test]
@@ -67,58 +110,74 @@ fn one_shard_in_one_epoch_is_the_plain_search() {
         ..options(2)
     };
     let mut search = Search::new(&scene, &scenes(), &plain_options).expect("search");
-    let mut log = Vec::new();
+    let mut log = LogWriter::new(Vec::new(), Vec::new());
     let report = search.run(|e| {
-        if let Event::Calibrated(r, _) = e {
-            log.extend(json(r));
+        if let Event::Calibrated(r, at) = e {
+            log.write(r, at).expect("in memory");
         }
     });
+    let plain = Run {
+        merged: Merged {
+            report,
+            tasks: Vec::new(),
+            log_error: None,
+            times: Default::default(),
+        },
+        calibrations: text(log.calibrations),
+        programs: text(log.programs),
+    };
     let plan = Plan::new(&scene, 1, None, Some(300), None, None).expect("plan");
     assert_eq!(plan.epochs, 1);
-    let merged = run_local(&scene, &scenes(), &options(1), &plan).expect("sharded");
-    let merged_log: Vec<String> = merged.records.iter().flat_map(|(r, _)| json(r)).collect();
-    assert_eq!(merged_log, log);
-    assert_eq!(without_timing(&merged.report), without_timing(&report));
+    let sharded = local(&scene, 1, &plan);
+    assert_eq!(sharded.lines(), plain.lines());
+    assert_eq!(sharded.programs, plain.programs);
+    assert_eq!(
+        without_timing(&sharded.merged.report),
+        without_timing(&plain.merged.report)
+    );
 }
 
 #[test]
 fn shards_deal_out_the_work_resume_it_and_merge_the_same_at_any_thread_count() {
     let scene = scene();
     let plan = Plan::new(&scene, 3, Some(2), Some(600), None, Some(3)).expect("plan");
-    let one = run_local(&scene, &scenes(), &options(1), &plan).expect("1 thread");
-    let two = run_local(&scene, &scenes(), &options(2), &plan).expect("2 threads");
-    let log = |m: &ndvm_systems::search::merge::Merged| -> Vec<String> {
-        m.records.iter().flat_map(|(r, _)| json(r)).collect()
-    };
-    assert_eq!(log(&one), log(&two));
-    assert_eq!(without_timing(&one.report), without_timing(&two.report));
-    assert_eq!(one.report.summary.calibrations, 600);
-    assert_eq!(one.report.summary.stopped_by, "calibrations");
+    let one = local(&scene, 1, &plan);
+    let two = local(&scene, 2, &plan);
+    assert_eq!(one.lines(), two.lines());
+    assert_eq!(one.programs, two.programs);
+    let report = &one.merged.report;
+    assert_eq!(without_timing(report), without_timing(&two.merged.report));
+    assert_eq!(report.summary.calibrations, 600);
+    assert_eq!(report.summary.stopped_by, "calibrations");
     // Numbered as one search: calibrations in order, programs by first appearance, candidates by
     // admission (a part's after the earlier parts': here no candidate finishes out of order).
     let (mut next_candidate, mut next_program) = (0, 0);
-    for (i, (r, _)) in one.records.iter().enumerate() {
-        assert_eq!(r.calibration, i as u64);
+    let records = one.records();
+    assert_eq!(records.len(), 600);
+    let number = |r: &serde_json::Value, what: &str| r[what].as_u64().expect("a number");
+    for (i, r) in records.iter().enumerate() {
+        assert_eq!(number(r, "calibration"), i as u64);
+        let (candidate, program) = (number(r, "candidate"), number(r, "program"));
         assert!(
-            r.candidate <= next_candidate && r.program <= next_program,
-            "{r:?}"
+            candidate <= next_candidate && program <= next_program,
+            "{r}"
         );
-        next_candidate = next_candidate.max(r.candidate + 1);
-        next_program = next_program.max(r.program + 1);
+        next_candidate = next_candidate.max(candidate + 1);
+        next_program = next_program.max(program + 1);
     }
-    let (calibrations, programs) = one.log();
-    assert_eq!(calibrations.lines().count(), 600);
-    assert_eq!(programs.lines().count() as u64, next_program);
+    assert_eq!(one.programs.lines().count() as u64, next_program);
     // The seeds and stream lines are dealt out: no line is calibrated twice (the stream does not
     // cycle and the budget does not reach its end), across shards and epochs.
     let mut seen = HashSet::new();
-    for (r, _) in &one.records {
-        if (r.proposer == "seeds" || r.proposer.starts_with("stream")) && r.draw == 0 {
-            assert!(seen.insert(r.name.clone()), "{} proposed twice", r.name);
+    for r in &records {
+        let proposer = r["proposer"].as_str().expect("a proposer");
+        if (proposer == "seeds" || proposer.starts_with("stream")) && number(r, "draw") == 0 {
+            let name = r["name"].as_str().expect("a name");
+            assert!(seen.insert(name.to_string()), "{name} proposed twice");
         }
     }
     assert!(seen.contains("line") && seen.contains("decay") && seen.contains("wave"));
-    let tallied: u64 = one.report.proposers.iter().map(|p| p.calibrations).sum();
+    let tallied: u64 = report.proposers.iter().map(|p| p.calibrations).sum();
     assert_eq!(tallied, 600);
 }
 
@@ -183,15 +242,13 @@ fn a_rerun_task_gives_the_same_output_and_the_best_programs_migrate() {
     // Merging is order-free and drops a retried task's second output.
     let mut all: Vec<ShardOutput> = second.iter().chain(&first).cloned().collect();
     all.push(again);
-    let shuffled = merge(&scene, &plan, None, all).expect("merge");
-    let ordered = run_local(&scene, &scenes(), &options(1), &plan).expect("local");
-    let records = |m: &ndvm_systems::search::merge::Merged| -> Vec<String> {
-        m.records.iter().flat_map(|(r, _)| json(r)).collect()
-    };
-    assert_eq!(records(&shuffled), records(&ordered));
+    let shuffled = merged(&scene, &plan, all).expect("merge");
+    let ordered = local(&scene, 1, &plan);
+    assert_eq!(shuffled.lines(), ordered.lines());
+    assert_eq!(shuffled.programs, ordered.programs);
     assert_eq!(
-        without_timing(&shuffled.report),
-        without_timing(&ordered.report)
+        without_timing(&shuffled.merged.report),
+        without_timing(&ordered.merged.report)
     );
 }
 
@@ -209,26 +266,9 @@ fn bad_plans_are_refused() {
     );
     // More tasks than calibrations: the empty ones run nothing and the total stands.
     let plan = Plan::new(&scene, 4, Some(3), Some(5), None, None).expect("plan");
-    let merged = run_local(&scene, &scenes(), &options(1), &plan).expect("runs");
-    assert_eq!(merged.report.summary.calibrations, 5);
-}
-
-#[test]
-fn the_merged_log_is_formatted_in_blocks_as_it_would_be_line_by_line() {
-    let scene = scene();
-    // Over 1,024 records: the log's lines are formatted in several blocks, joined in order.
-    let plan = Plan::new(&scene, 2, Some(1), Some(2500), None, None).expect("plan");
-    let merged = run_local(&scene, &scenes(), &options(2), &plan).expect("runs");
-    assert_eq!(merged.records.len(), 2500);
-    let mut one_by_one = LogWriter::new(Vec::new(), Vec::new());
-    for (r, at) in &merged.records {
-        one_by_one.write(r, *at).expect("in memory");
-    }
-    let (calibrations, programs) = merged.log();
-    assert_eq!(calibrations.as_bytes(), one_by_one.calibrations.as_slice());
-    assert_eq!(programs.as_bytes(), one_by_one.programs.as_slice());
-    assert!(programs.lines().count() > 1);
-    assert_eq!(merged.task_seconds.len(), 2);
+    let run = local(&scene, 1, &plan);
+    assert_eq!(run.merged.report.summary.calibrations, 5);
+    assert_eq!(run.records().len(), 5);
 }
 
 #[test]
@@ -240,12 +280,14 @@ fn a_forged_output_whose_candidate_numbers_would_overflow_is_refused() {
         .iter()
         .map(|t| run_task(&scene, &scenes(), &options(1), t).expect("task"))
         .collect();
-    assert!(merge(&scene, &plan, None, outputs.clone()).is_ok());
+    assert!(merged(&scene, &plan, outputs.clone()).is_ok());
     outputs[0].records[0].candidate = u64::MAX;
-    let e = merge(&scene, &plan, None, outputs.clone()).expect_err("refused");
+    let e = merged(&scene, &plan, outputs.clone())
+        .err()
+        .expect("refused");
     assert!(e.to_string().contains("overflow"), "{e}");
     outputs[0].records[0].candidate = u64::MAX - 1;
-    let e = merge(&scene, &plan, None, outputs).expect_err("refused");
+    let e = merged(&scene, &plan, outputs).err().expect("refused");
     assert!(e.to_string().contains("overflow"), "{e}");
 }
 
@@ -261,11 +303,13 @@ fn an_interrupted_sharded_search_stops_after_its_round_and_merges_what_ran() {
     };
     // Ctrl-C during the first round: no later round starts.
     let set = move |_: &Record| stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let mut log = LogWriter::new(Vec::new(), Vec::new());
     let merged =
-        ndvm_systems::search::local::run_local_with(&scene, &scenes(), &options, &plan, &set)
-            .expect("merged");
+        run_local_with(&scene, &scenes(), &options, &plan, &set, &mut log).expect("merged");
     assert_eq!(merged.report.summary.stopped_by, "interrupted");
-    assert!(merged.task_seconds.iter().all(|(epoch, _)| *epoch == 0));
-    assert_eq!(merged.task_seconds.len(), 2);
-    assert!(merged.records.len() < 300);
+    assert!(merged.tasks.iter().all(|t| t.epoch == 0));
+    assert_eq!(merged.tasks.len(), 2);
+    let lines = text(log.calibrations).lines().count() as u64;
+    assert_eq!(lines, merged.report.summary.calibrations);
+    assert!(lines < 300);
 }

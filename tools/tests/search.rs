@@ -456,3 +456,28 @@ fn a_closed_pipe_is_not_a_crash() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+#[test]
+fn a_sharded_search_without_a_temporary_folder_fails_cleanly() {
+    // The shards' records go to temporary files: with none to be had, a located error, exit 1.
+    let dir = tmp("no-tmp");
+    let out = Command::new(env!("CARGO_BIN_EXE_ndvm"))
+        .args(["search", &scene("search_scalar.scene.ron"), "--shards", "2"])
+        .args([
+            "--calibrations",
+            "200",
+            "--out",
+            dir.to_str().expect("path"),
+        ])
+        .env("TMPDIR", dir.join("does-not-exist"))
+        .output()
+        .expect("runs ndvm");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("search_scalar.scene.ron") && stderr.contains("temporary file"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -5,26 +5,35 @@
 //! on a worker of its own with no barrier until the round ends. A plain search's cores meet at
 //! the end of every pass of its window, and its own work between passes runs on one core
 //! (docs/performance.md, "Twelfth part").
+//!
+//! Each task's records go to a temporary file as it runs ([`super::spill`]), and each part is
+//! merged ([`super::merge::Merger`]) once the parts before it are and a worker has no shard left
+//! to start: memory stays flat, and the merge never takes a core from a shard ("Thirteenth
+//! part").
 
-use super::merge::{Decoded, Merged, decode, merge_decoded};
+use super::log::LogWriter;
+use super::merge::{Merged, Merger, Records};
 use super::record::Record;
 use super::shard::{Plan, ShardOutput, ShardTask, run_task_with};
+use super::spill::{Spill, Spilled};
 use super::{SearchError, SearchOptions};
 use ndvm_components::scene::Scene;
-use rayon::prelude::*;
+use std::collections::BTreeMap;
+use std::io::Write;
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
-/// Runs a whole plan here and merges it: what a cluster computes, on this machine's cores.
-/// See [`run_local_with`].
-pub fn run_local(
+/// Runs a whole plan here and merges it, its log written to `log`: what a cluster computes, on
+/// this machine's cores. See [`run_local_with`].
+pub fn run_local<W: Write + Send>(
     scene: &Scene,
     base: &Path,
     options: &SearchOptions,
     plan: &Plan,
+    log: &mut LogWriter<W>,
 ) -> Result<Merged, SearchError> {
-    run_local_with(scene, base, options, plan, &|_| {})
+    run_local_with(scene, base, options, plan, &|_| {}, log)
 }
 
 /// Runs a whole plan here, each epoch's shards at once, and merges it (see the module docs).
@@ -38,12 +47,14 @@ pub fn run_local(
 /// the earlier epochs' slowest shards). `on_calibrated` hears of each calibration as its shard
 /// finishes it (a progress count). Ctrl-C ends the search after the epoch it stopped. The
 /// first task that cannot start (in task order) is the error.
-pub fn run_local_with(
+/// The merged log streams to `log` as the parts are merged.
+pub fn run_local_with<W: Write + Send>(
     scene: &Scene,
     base: &Path,
     options: &SearchOptions,
     plan: &Plan,
     on_calibrated: &(dyn Fn(&Record) + Sync),
+    log: &mut LogWriter<W>,
 ) -> Result<Merged, SearchError> {
     let began = Instant::now();
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
@@ -53,17 +64,21 @@ pub fn run_local_with(
         .unwrap_or(cores)
         .min(cores);
     let interrupted = || (options.interrupted.as_ref()).is_some_and(|f| f.load(Ordering::Relaxed));
-    let mut outputs = Vec::new();
-    // Per task, in order: its records decoded for the merge (by the task itself in the last
-    // epoch; earlier epochs' records choose the migrants first) and its wall seconds.
-    let mut decoded: Vec<Option<Decoded>> = Vec::new();
+    // The merge's decoding and formatting run on the run's own workers once a round's shards
+    // are done.
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .map_err(|e| SearchError::Setting(format!("cannot start {threads} threads: {e}")))?;
+    let mut merger = Merger::new(scene, plan, options.precision, log)?;
+    // The parts merged so far (their records taken out): the next epoch's tasks come from them.
+    let mut outputs: Vec<ShardOutput> = Vec::new();
     let mut task_seconds = Vec::new();
     for epoch in 0..plan.epochs {
         // Ctrl-C ends the search with the rounds run so far.
         if epoch > 0 && interrupted() {
             break;
         }
-        let last = epoch + 1 == plan.epochs;
         let mut tasks = plan.tasks(epoch, &outputs);
         let workers = threads.min(tasks.len()).max(1);
         // A time budget is the run's: the shards beyond the workers run in later waves, each
@@ -76,62 +91,120 @@ pub fn run_local_with(
             threads: Some((threads / workers).max(1)),
             ..options.clone()
         };
-        let run = |task: &ShardTask| {
+        // A task's records go to disk as it runs.
+        let run = |task: &ShardTask| -> Result<Done, SearchError> {
             let began = Instant::now();
-            let mut out = run_task_with(scene, base, &per_task, task, on_calibrated);
-            let records = match &mut out {
-                Ok(o) if last => Some(decode(std::mem::take(&mut o.records))),
-                _ => None,
-            };
-            (out, records, began.elapsed().as_secs_f64())
+            let mut spill = Spill::new().map_err(|e| SearchError::Setting(e.to_string()))?;
+            let out = run_task_with(scene, base, &per_task, task, |r, elapsed_s| {
+                on_calibrated(r);
+                spill.push(r, elapsed_s);
+            })?;
+            let records = spill
+                .finish()
+                .map_err(|e| SearchError::Setting(e.to_string()))?;
+            Ok((out, records, began.elapsed().as_secs_f64()))
         };
-        let next = AtomicUsize::new(0);
-        // Plain threads, not a rayon pool: a rayon worker waiting on a task's own pool would
-        // take the next task meanwhile, and every shard would run at once.
-        let mut done: Vec<_> = std::thread::scope(|s| {
-            let handles: Vec<_> = (0..workers)
-                .map(|_| {
-                    s.spawn(|| {
-                        let mut mine = Vec::new();
-                        while let Some(task) = tasks.get(next.fetch_add(1, Ordering::Relaxed)) {
-                            mine.push((task.shard, run(task)));
-                        }
-                        mine
-                    })
-                })
-                .collect();
-            let joined = handles.into_iter().map(|h| h.join());
-            joined
-                .flat_map(|mine| mine.unwrap_or_else(|e| std::panic::resume_unwind(e)))
-                .collect()
-        });
-        done.sort_by_key(|(shard, _)| *shard);
-        for (_, (out, records, secs)) in done {
-            outputs.push(out?);
-            decoded.push(records);
-            task_seconds.push((epoch, secs));
+        // Each part is merged once the ones before it are and a worker is idle ([`in_turn`]);
+        // the first that failed (in task order) is the error.
+        let mut failed = None;
+        let mut merge = |done: Result<Done, SearchError>, others_running: bool| {
+            if failed.is_some() {
+                return;
+            }
+            // While the last tasks run, the part is merged on this thread alone, on the core an
+            // idle worker left; on every core once they are done.
+            merger.on_every_core(!others_running);
+            let merged = done.and_then(|(out, records, secs)| {
+                task_seconds.push(secs);
+                // Its records are on disk (`records` is empty): small to keep.
+                outputs.push(out.clone());
+                let records = Records::Spilled(records);
+                if others_running {
+                    merger.push(out, records)
+                } else {
+                    pool.install(|| merger.push(out, records))
+                }
+            });
+            failed = merged.err();
+        };
+        if workers == 1 {
+            // One worker: the tasks and the merge take turns on this thread (one core).
+            for task in &tasks {
+                merge(run(task), false);
+            }
+        } else {
+            in_turn(&tasks, workers, &run, &mut merge);
+        }
+        if let Some(e) = failed {
+            return Err(e);
         }
     }
-    // The rest on the run's own workers: the earlier epochs' records decoded, then the merge.
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(threads)
-        .build()
-        .map_err(|e| SearchError::Setting(format!("cannot start {threads} threads: {e}")))?;
-    let mut merged = pool.install(|| {
-        let todo: Vec<(&mut Option<Decoded>, &mut ShardOutput)> = (decoded.iter_mut())
-            .zip(outputs.iter_mut())
-            .filter(|(d, _)| d.is_none())
-            .collect();
-        todo.into_par_iter()
-            .for_each(|(d, o)| *d = Some(decode(std::mem::take(&mut o.records))));
-        let decoded = decoded.into_iter().map(Option::unwrap_or_default).collect();
-        merge_decoded(scene, plan, options.precision, outputs, decoded)
-    })?;
-    merged.task_seconds = task_seconds;
+    let mut merged = merger.finish()?;
+    for (t, secs) in merged.tasks.iter_mut().zip(task_seconds) {
+        t.seconds = secs;
+    }
     // The merge times a cluster (an epoch lasts its slowest shard); this is the run's own.
     let timing = &mut merged.report.timing;
     timing.wall_s = began.elapsed().as_secs_f64();
-    timing.calibrations_per_second = merged.records.len() as f64 / timing.wall_s.max(1e-9);
+    timing.calibrations_per_second =
+        merged.report.summary.calibrations as f64 / timing.wall_s.max(1e-9);
     timing.threads = threads;
     Ok(merged)
+}
+
+/// A finished task: its output, its records on disk and its wall seconds.
+type Done = (ShardOutput, Spilled, f64);
+
+/// Runs `tasks` on `workers` threads of their own, each taking the next task as it finishes one,
+/// and hands the results to `merge` on this thread in task order, with whether tasks are still
+/// running: each once it and every task before it are done and a worker is idle (no task
+/// left to start), so that the merge never takes a core from a task.
+fn in_turn(
+    tasks: &[ShardTask],
+    workers: usize,
+    run: &(dyn Fn(&ShardTask) -> Result<Done, SearchError> + Sync),
+    merge: &mut dyn FnMut(Result<Done, SearchError>, bool),
+) {
+    let next = AtomicUsize::new(0);
+    // Plain threads, not a rayon pool: a rayon worker waiting on a task's own pool would take
+    // the next task meanwhile, and every shard would run at once.
+    std::thread::scope(|s| {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let handles: Vec<_> = (0..workers)
+            .map(|_| {
+                let tx = tx.clone();
+                let next = &next;
+                s.spawn(move || {
+                    loop {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        let Some(task) = tasks.get(i) else { break };
+                        // The receiver lives until every worker is done.
+                        let _ = tx.send((i, run(task)));
+                    }
+                })
+            })
+            .collect();
+        drop(tx);
+        let mut waiting = BTreeMap::new();
+        let mut due = 0;
+        for (received, (i, done)) in rx.into_iter().enumerate() {
+            waiting.insert(i, done);
+            // Parts are merged on the cores the tasks leave idle: none until the last tasks
+            // have started and one has ended; on every core once all have.
+            let started = next.load(Ordering::Relaxed).min(tasks.len());
+            let running = started - (received + 1);
+            if running >= workers {
+                continue;
+            }
+            while let Some(done) = waiting.remove(&due) {
+                merge(done, running > 0);
+                due += 1;
+            }
+        }
+        for h in handles {
+            if let Err(panic) = h.join() {
+                std::panic::resume_unwind(panic);
+            }
+        }
+    });
 }

@@ -16,136 +16,400 @@ use super::log::{LogWriter, Programs, fingerprint};
 use super::record::{ProposerTally, Record, Tally};
 use super::report::{self, LoopTimes, SearchReport};
 use super::shard::{Plan, ShardOutput, WireRecord};
+use super::spill::{self, Spilled};
 use super::{MAX_WARNINGS, SearchError};
 use ndvm_components::scene::{Precision, Scene};
 use rayon::prelude::*;
+use std::io::Write;
+use std::time::Instant;
 
-/// A merged search: its report and its log, in order, each record with its time.
+/// A merged search: its report; its log went to the writer given to the merge.
 #[derive(Debug)]
 pub struct Merged {
     pub report: SearchReport,
-    pub records: Vec<(Record, f64)>,
-    /// Each task's own wall seconds, in (epoch, shard) order: (epoch, seconds), to see how
-    /// evenly the shards shared the work.
-    pub task_seconds: Vec<(u32, f64)>,
+    /// Each task's times, in (epoch, shard) order: to see how evenly the shards shared the work
+    /// and what merging each part cost.
+    pub tasks: Vec<TaskTimes>,
+    /// The first write to the log that failed: the merge went on without the log.
+    pub log_error: Option<std::io::Error>,
+    /// Where the merge's own time went.
+    pub times: MergeTimes,
 }
 
-impl Merged {
-    /// The log as `ndvm search` writes it: (`calibrations.jsonl`, `programs.jsonl`). Its
-    /// lines are formatted on every core, in blocks of records, and joined in order.
-    pub fn log(&self) -> (String, String) {
-        // Programs are numbered by first appearance: a record names its program first when
-        // the number is one past the highest before it.
-        let mut next = 0;
-        let first: Vec<bool> = (self.records.iter())
-            .map(|(r, _)| {
-                let first = r.program == next;
-                next += u64::from(first);
-                first
-            })
-            .collect();
-        const BLOCK: usize = 1024;
-        let blocks: Vec<(Vec<u8>, Vec<u8>)> = (self.records.par_chunks(BLOCK))
-            .zip(first.par_chunks(BLOCK))
-            .map(|(records, first)| {
-                let mut log = LogWriter::new(Vec::new(), Vec::new());
-                for ((r, at), &first) in records.iter().zip(first) {
-                    // Writing to memory cannot fail.
-                    let _ = log.write_line(r, *at, first);
-                }
-                (log.calibrations, log.programs)
-            })
-            .collect();
-        let (mut calibrations, mut programs) = (Vec::new(), Vec::new());
-        for (c, p) in blocks {
-            calibrations.extend(c);
-            programs.extend(p);
+/// The merge's seconds: its parts on every core (decoding records, formatting lines) and on one
+/// (reading spilled records, numbering and tallying, writing). The serial part bounds what more
+/// cores can gain (the scaling bench projects with it).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct MergeTimes {
+    pub parallel_s: f64,
+    pub serial_s: f64,
+}
+
+impl MergeTimes {
+    /// Adds the seconds since `since` to the parallel or the serial part; returns now.
+    fn lap(&mut self, since: Instant, parallel: bool) -> Instant {
+        let now = Instant::now();
+        let secs = (now - since).as_secs_f64();
+        if parallel {
+            self.parallel_s += secs;
+        } else {
+            self.serial_s += secs;
         }
-        let text = |b: Vec<u8>| String::from_utf8(b).unwrap_or_default();
-        (text(calibrations), text(programs))
+        now
     }
 }
 
-/// Merges every output of a plan's tasks (in any order) into one search.
-pub fn merge(
-    scene: &Scene,
-    plan: &Plan,
-    precision: Option<Precision>,
-    mut outputs: Vec<ShardOutput>,
-) -> Result<Merged, SearchError> {
-    // Decoded on every core, a shard to a core (`run_local` has its tasks do it).
-    let decoded: Vec<Decoded> = (outputs.iter_mut())
-        .map(|o| std::mem::take(&mut o.records))
-        .collect::<Vec<_>>()
-        .into_par_iter()
-        .map(decode)
-        .collect();
-    merge_decoded(scene, plan, precision, outputs, decoded)
+/// A part's records, as the merge reads them: held in memory (the outputs a cluster sent) or
+/// spilled to disk by a task run here ([`super::spill`]).
+#[derive(Debug)]
+pub enum Records {
+    Held(std::vec::IntoIter<WireRecord>),
+    Spilled(Spilled),
 }
 
-/// A shard's records ready to merge: each with its program's [`fingerprint`] and its time.
-pub type Decoded = Vec<(Record, u128, f64)>;
+/// A record ready to merge: with its program's [`fingerprint`] and its seconds into its shard.
+type Decoded = (Record, u128, f64);
 
-/// A shard's records, decoded for [`merge_decoded`] (their text moved, not copied).
-pub fn decode(records: Vec<WireRecord>) -> Decoded {
-    let one = |w: WireRecord| {
-        let elapsed_s = w.elapsed_s;
-        let r = w.into_record();
-        let print = fingerprint(&r.src);
-        (r, print, elapsed_s)
-    };
-    records.into_iter().map(one).collect()
+impl Records {
+    /// The next `n` records (fewer at the end, none when done): read, then decoded on every
+    /// core.
+    fn next(
+        &mut self,
+        n: usize,
+        parallel: bool,
+        times: &mut MergeTimes,
+    ) -> Result<Vec<Decoded>, SearchError> {
+        let began = Instant::now();
+        match self {
+            Records::Held(records) => {
+                let chunk: Vec<WireRecord> = records.take(n).collect();
+                let began = times.lap(began, false);
+                let decoded = if parallel {
+                    chunk.into_par_iter().map(decode).collect()
+                } else {
+                    chunk.into_iter().map(decode).collect()
+                };
+                times.lap(began, true);
+                Ok(decoded)
+            }
+            Records::Spilled(spilled) => {
+                let chunk = spilled
+                    .read(n)
+                    .map_err(|e| SearchError::Setting(e.to_string()))?;
+                let began = times.lap(began, false);
+                let one = |i| spill::decode(chunk.get(i));
+                let decoded = if parallel {
+                    (0..chunk.len()).into_par_iter().map(one).collect()
+                } else {
+                    (0..chunk.len()).map(one).collect::<std::io::Result<_>>()
+                };
+                let decoded = decoded.map_err(|e| SearchError::Setting(e.to_string()));
+                times.lap(began, true);
+                decoded
+            }
+        }
+    }
 }
 
-/// [`merge`] of outputs whose records are taken out and [`decode`]d, `decoded[i]` those of
-/// `outputs[i]`.
-pub fn merge_decoded(
+/// A record sent whole, decoded (its text moved, not copied) and fingerprinted.
+fn decode(w: WireRecord) -> Decoded {
+    let elapsed_s = w.elapsed_s;
+    let r = w.into_record();
+    let print = fingerprint(&r.src);
+    (r, print, elapsed_s)
+}
+
+/// How the merge goes: records decoded and numbered at once (its memory), lines formatted
+/// together, and whether on every core.
+#[derive(Clone, Copy, Debug)]
+struct Sizes {
+    chunk: usize,
+    block: usize,
+    parallel: bool,
+}
+
+const SIZES: Sizes = Sizes {
+    chunk: 4096,
+    block: 256,
+    parallel: true,
+};
+
+/// Merges every output of a plan's tasks (in any order) into one search, writing its log to
+/// `log` (the bytes `ndvm search` writes).
+pub fn merge<W: Write>(
     scene: &Scene,
     plan: &Plan,
     precision: Option<Precision>,
     outputs: Vec<ShardOutput>,
-    decoded: Vec<Decoded>,
+    log: &mut LogWriter<W>,
 ) -> Result<Merged, SearchError> {
-    let spec = scene.search.as_ref().ok_or(SearchError::NotASearch)?;
-    if outputs.len() != decoded.len() {
-        return Err(SearchError::Setting(format!(
-            "{} shard outputs but {} decoded record lists",
-            outputs.len(),
-            decoded.len()
-        )));
-    }
+    let parts = (outputs.into_iter())
+        .map(|mut o| {
+            let records = std::mem::take(&mut o.records);
+            (o, Records::Held(records.into_iter()))
+        })
+        .collect();
+    merge_parts(scene, plan, precision, parts, log)
+}
+
+/// [`merge`] of outputs whose records are given apart, each part's beside its output (ignoring
+/// the output's own `records`), in any order.
+pub fn merge_parts<W: Write>(
+    scene: &Scene,
+    plan: &Plan,
+    precision: Option<Precision>,
+    parts: Vec<(ShardOutput, Records)>,
+    log: &mut LogWriter<W>,
+) -> Result<Merged, SearchError> {
+    merge_sized(scene, plan, precision, parts, log, SIZES)
+}
+
+fn merge_sized<W: Write>(
+    scene: &Scene,
+    plan: &Plan,
+    precision: Option<Precision>,
+    mut parts: Vec<(ShardOutput, Records)>,
+    log: &mut LogWriter<W>,
+    sizes: Sizes,
+) -> Result<Merged, SearchError> {
     // In (epoch, shard) order, a retried task's second output dropped.
-    let mut parts: Vec<(ShardOutput, Decoded)> = outputs.into_iter().zip(decoded).collect();
     parts.sort_by_key(|(o, _)| (o.task.epoch, o.task.shard));
     parts.dedup_by_key(|(o, _)| (o.task.epoch, o.task.shard));
-    let (parts, decoded): (Vec<ShardOutput>, Vec<Decoded>) = parts.into_iter().unzip();
-    for o in &parts {
+    let mut merger = Merger::sized(scene, plan, precision, log, sizes)?;
+    for (o, records) in parts {
+        merger.push(o, records)?;
+    }
+    merger.finish()
+}
+
+/// One task's share of a merged search: its epoch, its own wall seconds and its part's merge.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct TaskTimes {
+    pub epoch: u32,
+    pub seconds: f64,
+    pub merge: MergeTimes,
+}
+
+/// A merge fed its parts one at a time in (epoch, shard) order, as they finish: `run_local`
+/// merges each part while the later ones still run. The log streams: a chunk of records at a
+/// time is decoded, numbered, formatted on every core and written, so memory does not grow with
+/// the log.
+#[derive(Debug)]
+pub struct Merger<'a, W: Write> {
+    scene: &'a Scene,
+    plan: &'a Plan,
+    precision: Option<Precision>,
+    sizes: Sizes,
+    lines: Lines<'a, W>,
+    /// Started by the first part (its front's penalty).
+    numbering: Option<Numbering>,
+    /// The parts merged, their records taken out.
+    outputs: Vec<ShardOutput>,
+    tasks: Vec<TaskTimes>,
+    /// Per epoch: its slowest shard's seconds.
+    slowest: Vec<f64>,
+}
+
+impl<'a, W: Write> Merger<'a, W> {
+    /// A merge of `plan`'s parts writing its log to `log`.
+    pub fn new(
+        scene: &'a Scene,
+        plan: &'a Plan,
+        precision: Option<Precision>,
+        log: &'a mut LogWriter<W>,
+    ) -> Result<Self, SearchError> {
+        Merger::sized(scene, plan, precision, log, SIZES)
+    }
+
+    fn sized(
+        scene: &'a Scene,
+        plan: &'a Plan,
+        precision: Option<Precision>,
+        log: &'a mut LogWriter<W>,
+        sizes: Sizes,
+    ) -> Result<Self, SearchError> {
+        scene.search.as_ref().ok_or(SearchError::NotASearch)?;
+        Ok(Merger {
+            scene,
+            plan,
+            precision,
+            sizes,
+            lines: Lines { log, error: None },
+            numbering: None,
+            outputs: Vec::new(),
+            tasks: Vec::new(),
+            slowest: vec![0.0; plan.epochs as usize],
+        })
+    }
+
+    /// Whether the merge's decoding and formatting run on every core of the current rayon pool
+    /// (the default), or on this thread alone (while other work has the cores).
+    pub fn on_every_core(&mut self, yes: bool) {
+        self.sizes.parallel = yes;
+    }
+
+    /// Merges the next part: `o`'s records, given apart. Parts come in (epoch, shard) order,
+    /// each once; an epoch's parts after every part of the epochs before.
+    pub fn push(&mut self, o: ShardOutput, mut records: Records) -> Result<(), SearchError> {
+        let (plan, spec) = (self.plan, self.scene.search.as_ref());
+        let spec = spec.ok_or(SearchError::NotASearch)?;
         if o.task.shards != plan.shards || o.task.epoch >= plan.epochs {
             return Err(SearchError::Setting(format!(
                 "output of shard {} of {} in epoch {} is not part of this plan ({} shards, {} epochs)",
                 o.task.shard, o.task.shards, o.task.epoch, plan.shards, plan.epochs
             )));
         }
+        let key = |o: &ShardOutput| (o.task.epoch, o.task.shard);
+        if self.outputs.last().is_some_and(|last| key(last) >= key(&o)) {
+            return Err(SearchError::Setting(format!(
+                "shard {} of epoch {} merged out of order",
+                o.task.shard, o.task.epoch
+            )));
+        }
+        let epoch = o.task.epoch as usize;
+        // An epoch starts when the slowest shard of the one before has ended.
+        let start: f64 = self.slowest[..epoch].iter().sum();
+        self.slowest[epoch] = self.slowest[epoch].max(o.wall_s);
+        let numbering = (self.numbering).get_or_insert_with(|| {
+            Numbering::new(Tally::new(spec.keep, plan.by_r2, o.front_penalty))
+        });
+        let before = numbering.times;
+        numbering.part(&o, start, &mut records, &mut self.lines, self.sizes)?;
+        self.tasks.push(TaskTimes {
+            epoch: o.task.epoch,
+            seconds: o.wall_s,
+            merge: MergeTimes {
+                parallel_s: numbering.times.parallel_s - before.parallel_s,
+                serial_s: numbering.times.serial_s - before.serial_s,
+            },
+        });
+        self.outputs.push(o);
+        Ok(())
     }
-    // Each epoch starts when the slowest shard of the one before has ended.
-    let mut start = vec![0.0f64; plan.epochs as usize + 1];
-    for o in &parts {
-        let e = o.task.epoch as usize;
-        start[e + 1] = start[e + 1].max(o.wall_s);
+
+    /// The merged search: its report, its log flushed.
+    pub fn finish(self) -> Result<Merged, SearchError> {
+        let Merger {
+            scene,
+            plan,
+            precision,
+            lines,
+            numbering,
+            outputs: parts,
+            tasks,
+            slowest,
+            ..
+        } = self;
+        let spec = scene.search.as_ref().ok_or(SearchError::NotASearch)?;
+        let Numbering {
+            mut times,
+            tally,
+            mut frontier,
+            first_success_s,
+            now,
+            ..
+        } = numbering.unwrap_or_else(|| Numbering::new(Tally::new(spec.keep, plan.by_r2, None)));
+        let began = Instant::now();
+        let log_error = lines.finish();
+        let wall_s: f64 = slowest.iter().sum();
+        frontier.close(tally.point(wall_s.max(now)));
+        let mut proposers: Vec<ProposerTally> = Vec::new();
+        let mut warnings = Vec::new();
+        let (mut warning_count, mut unfinished) = (0, 0);
+        let mut search_loop = LoopTimes::default();
+        for o in &parts {
+            add_counts(&mut proposers, &o.proposers);
+            for w in &o.warnings {
+                if warnings.len() < MAX_WARNINGS {
+                    warnings.push(if plan.shards * plan.epochs as usize > 1 {
+                        format!("shard {}, epoch {}: {w}", o.task.shard, o.task.epoch)
+                    } else {
+                        w.clone()
+                    });
+                }
+            }
+            warning_count += o.warning_count;
+            unfinished += o.unfinished;
+            search_loop += o.search_loop;
+        }
+        let stopped = |why: &str| parts.iter().any(|o| o.stopped_by == why);
+        let stopped_by = if stopped("interrupted") {
+            "interrupted"
+        } else if plan.calibrations.is_some_and(|c| tally.calibrations >= c) {
+            "calibrations"
+        } else if stopped("seconds") {
+            "seconds"
+        } else {
+            "proposers"
+        };
+        let precision = precision.or(scene.precision).unwrap_or(Precision::F32);
+        let report = report::build(report::Parts {
+            spec,
+            tally: &tally,
+            proposers,
+            warnings,
+            warning_count,
+            stopped_by,
+            unfinished,
+            seconds: plan.seconds,
+            max_calibrations: plan.calibrations,
+            precision,
+            wall_s,
+            first_success_s,
+            threads: parts.iter().map(|o| o.threads).max().unwrap_or(0),
+            profile: None,
+            device: parts.first().map(|o| o.device.device()).unwrap_or_default(),
+            search_loop,
+            frontier,
+            truth: super::front::truth(scene),
+            group_front: true,
+        });
+        times.lap(began, false);
+        Ok(Merged {
+            report,
+            tasks,
+            log_error,
+            times,
+        })
     }
-    for e in 1..start.len() {
-        start[e] += start[e - 1];
+}
+
+/// The merge's serial part: numbering, the tally and the frontier, record by record in order.
+#[derive(Debug)]
+struct Numbering {
+    times: MergeTimes,
+    tally: Tally,
+    frontier: Frontier,
+    programs: Programs,
+    /// The first candidate number of the part being merged (after the earlier parts').
+    first_candidate: u64,
+    first_success_s: Option<f64>,
+    /// The latest record's time.
+    now: f64,
+}
+
+impl Numbering {
+    fn new(tally: Tally) -> Numbering {
+        Numbering {
+            times: MergeTimes::default(),
+            tally,
+            frontier: Frontier::default(),
+            programs: Programs::default(),
+            first_candidate: 0,
+            first_success_s: None,
+            now: 0.0,
+        }
     }
-    let penalty = parts.first().and_then(|o| o.front_penalty);
-    let mut tally = Tally::new(spec.keep, plan.by_r2, penalty);
-    let mut frontier = Frontier::default();
-    let mut programs = Programs::default();
-    // The merge's serial part: numbering, tallies and the frontier, in order.
-    let mut first_candidate: u64 = 0;
-    let mut records = Vec::with_capacity(decoded.iter().map(Vec::len).sum());
-    let mut first_success_s = None;
-    let mut now = 0.0f64;
-    for (o, decoded) in parts.iter().zip(decoded) {
+
+    /// Merges one part (`o`'s records, its epoch starting at `start` seconds), writing its lines.
+    fn part<W: Write>(
+        &mut self,
+        o: &ShardOutput,
+        start: f64,
+        records: &mut Records,
+        lines: &mut Lines<'_, W>,
+        sizes: Sizes,
+    ) -> Result<(), SearchError> {
         // A shard numbers its candidates from 0 as it admits them (a plain search's numbers):
         // a part's come after the earlier parts'.
         // Numbers near 2⁶⁴ come only from a forged output: refused, never wrapped.
@@ -155,88 +419,90 @@ pub fn merge_decoded(
                 o.task.shard, o.task.epoch
             ))
         };
-        let count = match decoded.iter().map(|d| d.0.candidate).max() {
-            None => 0,
-            Some(c) => c.checked_add(1).ok_or_else(too_many)?,
+        let mut count: u64 = 0;
+        loop {
+            let chunk = records.next(sizes.chunk, sizes.parallel, &mut self.times)?;
+            if chunk.is_empty() {
+                break;
+            }
+            let began = Instant::now();
+            let mut merged = Vec::with_capacity(chunk.len());
+            for (mut r, print, elapsed_s) in chunk {
+                count = count.max(r.candidate.checked_add(1).ok_or_else(too_many)?);
+                r.candidate =
+                    (r.candidate.checked_add(self.first_candidate)).ok_or_else(too_many)?;
+                r.calibration = self.tally.calibrations;
+                // Programs are numbered by first appearance: a record names its program first
+                // when its number is new.
+                let known = self.programs.len();
+                r.program = self.programs.id_of(print);
+                let first = r.program == known;
+                self.now = self.now.max(start + elapsed_s);
+                let before = self.tally.successful_skeletons.len();
+                let improved = self.tally.add(&mut r);
+                let new_success = self.tally.successful_skeletons.len() > before;
+                if r.success && self.first_success_s.is_none() {
+                    self.first_success_s = Some(self.now);
+                }
+                if improved || new_success {
+                    self.frontier.offer(self.tally.point(self.now), new_success);
+                }
+                merged.push((r, self.now, first));
+            }
+            self.times.lap(began, false);
+            lines.write(merged, sizes, &mut self.times);
+        }
+        self.first_candidate = (self.first_candidate.checked_add(count)).ok_or_else(too_many)?;
+        Ok(())
+    }
+}
+
+/// The log's lines, formatted on every core in blocks and written in order; the first write
+/// that fails stops the writing.
+#[derive(Debug)]
+struct Lines<'a, W: Write> {
+    log: &'a mut LogWriter<W>,
+    error: Option<std::io::Error>,
+}
+
+impl<W: Write> Lines<'_, W> {
+    /// Writes merged records (each with its time and whether it names its program first);
+    /// they are dropped on the cores that format them.
+    fn write(&mut self, records: Vec<(Record, f64, bool)>, sizes: Sizes, times: &mut MergeTimes) {
+        if self.error.is_some() {
+            return;
+        }
+        let began = Instant::now();
+        let format = |records: Vec<(Record, f64, bool)>| {
+            let mut log = LogWriter::new(Vec::new(), Vec::new());
+            for (r, at, first) in &records {
+                // Writing to memory cannot fail.
+                let _ = log.write_line(r, *at, *first);
+            }
+            (log.calibrations, log.programs)
         };
-        let after = first_candidate.checked_add(count).ok_or_else(too_many)?;
-        for (mut r, print, elapsed_s) in decoded {
-            r.candidate += first_candidate;
-            r.calibration = tally.calibrations;
-            r.program = programs.id_of(print);
-            now = now.max(start[o.task.epoch as usize] + elapsed_s);
-            let before = tally.successful_skeletons.len();
-            let improved = tally.add(&mut r);
-            let new_success = tally.successful_skeletons.len() > before;
-            if r.success && first_success_s.is_none() {
-                first_success_s = Some(now);
-            }
-            if improved || new_success {
-                frontier.offer(tally.point(now), new_success);
-            }
-            records.push((r, now));
-        }
-        first_candidate = after;
-    }
-    let wall_s = start[plan.epochs as usize];
-    frontier.close(tally.point(wall_s.max(now)));
-    let mut proposers: Vec<ProposerTally> = Vec::new();
-    let mut warnings = Vec::new();
-    let (mut warning_count, mut unfinished) = (0, 0);
-    let mut search_loop = LoopTimes::default();
-    for o in &parts {
-        add_counts(&mut proposers, &o.proposers);
-        for w in &o.warnings {
-            if warnings.len() < MAX_WARNINGS {
-                warnings.push(if plan.shards * plan.epochs as usize > 1 {
-                    format!("shard {}, epoch {}: {w}", o.task.shard, o.task.epoch)
-                } else {
-                    w.clone()
-                });
+        let blocks: Vec<(Vec<u8>, Vec<u8>)> = if sizes.parallel {
+            let blocks = records.into_par_iter().chunks(sizes.block.max(1));
+            blocks.map(format).collect()
+        } else {
+            vec![format(records)]
+        };
+        let began = times.lap(began, true);
+        for (calibrations, programs) in blocks {
+            let written = (self.log.programs.write_all(&programs))
+                .and_then(|()| self.log.calibrations.write_all(&calibrations));
+            if let Err(e) = written {
+                self.error = Some(e);
+                break;
             }
         }
-        warning_count += o.warning_count;
-        unfinished += o.unfinished;
-        search_loop += o.search_loop;
+        times.lap(began, false);
     }
-    let stopped = |why: &str| parts.iter().any(|o| o.stopped_by == why);
-    let stopped_by = if stopped("interrupted") {
-        "interrupted"
-    } else if plan.calibrations.is_some_and(|c| tally.calibrations >= c) {
-        "calibrations"
-    } else if stopped("seconds") {
-        "seconds"
-    } else {
-        "proposers"
-    };
-    let precision = precision.or(scene.precision).unwrap_or(Precision::F32);
-    let report = report::build(report::Parts {
-        spec,
-        tally: &tally,
-        proposers,
-        warnings,
-        warning_count,
-        stopped_by,
-        unfinished,
-        seconds: plan.seconds,
-        max_calibrations: plan.calibrations,
-        precision,
-        wall_s,
-        first_success_s,
-        threads: parts.iter().map(|o| o.threads).max().unwrap_or(0),
-        profile: None,
-        device: parts.first().map(|o| o.device.device()).unwrap_or_default(),
-        search_loop,
-        frontier,
-        truth: super::front::truth(scene),
-        group_front: true,
-    });
-    let task_seconds = parts.iter().map(|o| (o.task.epoch, o.wall_s)).collect();
-    Ok(Merged {
-        report,
-        records,
-        task_seconds,
-    })
+
+    /// The first write error, once everything is flushed.
+    fn finish(self) -> Option<std::io::Error> {
+        self.error.or_else(|| self.log.flush().err())
+    }
 }
 
 /// Adds a part's per-proposer counts (and its first error) to the merged ones (every shard runs
@@ -255,6 +521,95 @@ fn add_counts(merged: &mut Vec<ProposerTally>, part: &[ProposerTally]) {
         m.successes += p.successes;
         if m.error.is_none() {
             m.error.clone_from(&p.error);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::search::SearchOptions;
+    use crate::search::shard::run_task;
+
+    /// Every task of a two-epoch plan of three shards (Evolve migrating between epochs).
+    fn outputs(scene: &Scene, plan: &Plan) -> Vec<ShardOutput> {
+        let base = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let options = SearchOptions {
+            threads: Some(1),
+            ..SearchOptions::default()
+        };
+        let mut outputs = Vec::new();
+        for epoch in 0..plan.epochs {
+            for task in plan.tasks(epoch, &outputs) {
+                outputs.push(run_task(scene, base, &options, &task).expect("task"));
+            }
+        }
+        outputs
+    }
+
+    #[test]
+    fn the_log_and_report_are_the_same_whatever_the_chunks_and_blocks() {
+        let scene = Scene::from_ron(
+            r#"Scene(
+                candidates: [
+                    Inline(name: "line", src: "(+ (* a x) b)"),
+                    Inline(name: "decay", src: "(* a (exp (* b x)))"),
+                ],
+                data: Some(Synthetic(
+                    program: "(* 2 (exp (* -0.5 x)))",
+                    inputs: {"x": Linspace(0.1, 4.0, 32)},
+                    noise_sd: 0.01, seed: 1, split: Split(train: 0.7, seed: 3),
+                )),
+                loss: Mse,
+                search: Some(Search(
+                    proposers: [Evolve()],
+                    calibration: Calibration(steps: 10, optimizer: Adam(lr: 0.05), draws: 2),
+                    window: 8,
+                )),
+            )"#,
+        )
+        .expect("scene");
+        let plan = Plan::new(&scene, 3, Some(2), Some(700), None, None).expect("plan");
+        let outputs = outputs(&scene, &plan);
+        let run = |sizes: Sizes| {
+            let mut log = LogWriter::new(Vec::new(), Vec::new());
+            let merged = merge_sized(
+                &scene,
+                &plan,
+                None,
+                (outputs.iter().cloned())
+                    .map(|mut o| {
+                        let records = std::mem::take(&mut o.records);
+                        (o, Records::Held(records.into_iter()))
+                    })
+                    .collect(),
+                &mut log,
+                sizes,
+            )
+            .expect("merged");
+            (log.calibrations, log.programs, merged.report.to_json())
+        };
+        // One chunk, one block: the lines written one after the other.
+        let whole = run(Sizes {
+            chunk: usize::MAX,
+            block: usize::MAX,
+            parallel: true,
+        });
+        assert_eq!(whole.0.iter().filter(|&&b| b == b'\n').count(), 700);
+        assert!(whole.1.iter().filter(|&&b| b == b'\n').count() > 10);
+        let sizes = [
+            (1, 1, true),
+            (7, 3, true),
+            (100, 16, false),
+            (256, 1000, true),
+        ];
+        for (chunk, block, parallel) in sizes {
+            let sizes = Sizes {
+                chunk,
+                block,
+                parallel,
+            };
+            assert!(run(sizes) == whole, "{sizes:?}");
         }
     }
 }

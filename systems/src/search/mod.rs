@@ -60,6 +60,7 @@ mod retire;
 mod setup;
 pub mod shard;
 pub mod snap;
+pub mod spill;
 pub mod stream;
 
 pub use proposer::{Context, Notes, Proposal, Proposer, ProposerError, ProposerRegistry};

@@ -18,7 +18,7 @@
 //! same for the same shard and epoch counts on any cluster, whatever ran where. One shard and one
 //! epoch is exactly the unsharded search. [`super::local`] runs a plan on this machine's cores.
 
-use super::record::{Record, Tally};
+use super::record::{Record, TopSkeletons};
 use super::setup::mix;
 use super::{Event, LoopTimes, ProposerTally, Search, SearchError, SearchOptions};
 use crate::device::DeviceUsed;
@@ -63,6 +63,9 @@ pub struct ShardTask {
     pub migrants: Vec<String>,
     /// Per proposer (in the search's order): proposals this shard's earlier epochs calibrated.
     pub resume: Vec<u64>,
+    /// How many of its best programs this task sends to the next epoch ([`ShardOutput::best`]).
+    #[serde(default)]
+    pub sends: usize,
 }
 
 impl ShardTask {
@@ -185,29 +188,28 @@ impl Plan {
                     seconds: self.seconds.map(|s| s / self.epochs as f64),
                     migrants: migrants.clone(),
                     resume,
+                    // The last epoch's best programs go nowhere.
+                    sends: if epoch + 1 < self.epochs {
+                        self.migrants
+                    } else {
+                        0
+                    },
                 }
             })
             .collect()
     }
 
-    /// The best `migrants` programs (one per skeleton) of each shard's epoch `epoch − 1`, in
-    /// shard order, each once.
+    /// The best programs (one per skeleton) of each shard's epoch `epoch − 1`, in shard order,
+    /// each once.
     fn migrants_after(&self, epoch: u32, earlier: &[&ShardOutput]) -> Vec<String> {
         let Some(last) = epoch.checked_sub(1) else {
             return Vec::new();
         };
         let mut out: Vec<String> = Vec::new();
         for o in earlier.iter().filter(|o| o.task.epoch == last) {
-            let mut tally = Tally::new(self.migrants, self.by_r2, None);
-            for r in &o.records {
-                let mut r = r.record();
-                if !matches!(r.status, "failed" | "non-finite") {
-                    tally.add(&mut r);
-                }
-            }
-            for r in tally.top.ranked() {
-                if !out.contains(&r.src) {
-                    out.push(r.src);
+            for src in &o.best {
+                if !out.contains(src) {
+                    out.push(src.clone());
                 }
             }
         }
@@ -232,6 +234,10 @@ pub struct ShardOutput {
     /// The front's BIC penalty and loss floor ([`super::front`]).
     #[serde(default)]
     pub front_penalty: Option<super::front::Penalty>,
+    /// Its best `task.sends` programs (one per skeleton, best first, failed calibrations
+    /// aside): the next epoch's migrants.
+    #[serde(default)]
+    pub best: Vec<String>,
 }
 
 /// Runs one task: the scene's search as shard `task.shard` of `task.shards` in `task.epoch`.
@@ -242,17 +248,23 @@ pub fn run_task(
     options: &SearchOptions,
     task: &ShardTask,
 ) -> Result<ShardOutput, SearchError> {
-    run_task_with(scene, base, options, task, &|_| {})
+    let mut records = Vec::new();
+    let mut out = run_task_with(scene, base, options, task, |r, elapsed_s| {
+        records.push(WireRecord::of(r, elapsed_s));
+    })?;
+    out.records = records;
+    Ok(out)
 }
 
-/// [`run_task`], telling `on_calibrated` of each calibration as the shard finishes it (in the
-/// shard's own order; a progress count, not the merged log).
+/// [`run_task`], handing each calibration to `each` (with its seconds into the shard's run) as
+/// the shard finishes it, in the shard's own order, instead of keeping it: the output's
+/// `records` are left empty.
 pub fn run_task_with(
     scene: &Scene,
     base: &Path,
     options: &SearchOptions,
     task: &ShardTask,
-    on_calibrated: &(dyn Fn(&Record) + Sync),
+    mut each: impl FnMut(&Record, f64) + Send,
 ) -> Result<ShardOutput, SearchError> {
     if task.shard >= task.shards {
         return Err(SearchError::Setting(format!(
@@ -266,17 +278,20 @@ pub fn run_task_with(
         shard: Some(task.clone()),
         ..options.clone()
     };
+    let by_r2 = (scene.search.as_ref()).is_some_and(|s| matches!(s.success, Success::HeldOutR2(_)));
+    let mut best = TopSkeletons::new(task.sends, by_r2);
     let mut search = Search::new(scene, base, &options)?;
-    let mut records = Vec::new();
     let report = search.run(|e| {
         if let Event::Calibrated(r, elapsed_s) = e {
-            on_calibrated(r);
-            records.push(WireRecord::of(r, elapsed_s));
+            if !matches!(r.status, "failed" | "non-finite") {
+                best.offer(r);
+            }
+            each(r, elapsed_s);
         }
     });
     Ok(ShardOutput {
         task: task.clone(),
-        records,
+        records: Vec::new(),
         proposers: report.proposers,
         warnings: report.warnings,
         warning_count: report.summary.warnings,
@@ -287,6 +302,7 @@ pub fn run_task_with(
         device: WireDevice::of(&report.summary.protocol.device),
         search_loop: report.timing.search_loop,
         front_penalty: report.front.penalty,
+        best: best.ranked().into_iter().map(|r| r.src).collect(),
     })
 }
 

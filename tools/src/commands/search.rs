@@ -20,7 +20,7 @@ use ndvm_systems::search::log::LogWriter;
 use ndvm_systems::search::shard::Plan;
 use ndvm_systems::search::{Event, Record, Search, SearchOptions, SearchReport};
 use std::fs::File;
-use std::io::{BufWriter, Write};
+use std::io::BufWriter;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{SyncSender, sync_channel};
@@ -213,24 +213,21 @@ fn sharded(
         "{} shards, {} epoch{rounds}",
         plan.shards, plan.epochs
     ));
-    let merged = run_local_with(scene, base, &options, &plan, &|_| bar.inc(1)).map_err(|e| {
-        say!("error: {}: {e}", args.scene.display());
-        Failure::Program
-    })?;
+    let merged =
+        run_local_with(scene, base, &options, &plan, &|_| bar.inc(1), &mut log).map_err(|e| {
+            say!("error: {}: {e}", args.scene.display());
+            Failure::Program
+        })?;
     bar.finish_and_clear();
     let report = &merged.report;
     for w in &report.warnings {
         say!("warning: {w}");
     }
-    // Formatted on every core, then written in one go.
-    let (calibrations, programs) = merged.log();
-    let written = (log.calibrations.write_all(calibrations.as_bytes()))
-        .and_then(|()| log.programs.write_all(programs.as_bytes()));
-    let wrote = written.and_then(|()| log.flush()).map_err(|e| {
+    if let Some(e) = &merged.log_error {
         say!("error: could not write the calibration log: {e}");
-    });
+    }
     let interrupted = options.interrupted.unwrap_or_default();
-    finish(args, report, out, wrote.is_ok(), &interrupted)
+    finish(args, report, out, merged.log_error.is_none(), &interrupted)
 }
 
 /// Writes the results and frontier, prints the summary (or the JSON) and picks the exit status.
