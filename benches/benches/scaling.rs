@@ -56,6 +56,7 @@ use ndvm_systems::search::merge::TaskTimes;
 use ndvm_systems::search::shard::Plan;
 use ndvm_systems::search::{LoopTimes, Search, SearchOptions};
 use ndvm_systems::trace::Trace;
+use std::io::{BufWriter, Read, Seek};
 use std::time::Instant;
 
 /// One workload: a search (calibrations) or a fit (optimizer steps per candidate).
@@ -236,14 +237,24 @@ fn run(work: Work, threads: usize, trace: bool) -> Run {
                 .unwrap_or(shards);
             let plan =
                 Plan::new(&scene, shards, None, Some(calibrations), None, None).expect("plan");
-            // The merged log is formatted as the CLI formats it (in memory here): part of the
-            // time, unlike the plain search's rows, which keep their records.
-            let mut log = LogWriter::new(Vec::new(), Vec::new());
+            // The merged log is written as the CLI writes it (to files): part of the time,
+            // unlike the plain search's rows, which keep their records.
+            let file = || BufWriter::new(tempfile::tempfile().expect("a temporary file"));
+            let mut log = LogWriter::new(file(), file());
             let merged =
                 run_local(&scene, &feynman::scenes(), &options, &plan, &mut log).expect("runs");
+            assert!(
+                merged.log_error.is_none(),
+                "the log: {:?}",
+                merged.log_error
+            );
+            log.flush().expect("log written");
             let wall_s = start.elapsed().as_secs_f64();
             // Each line but its time (the last field).
-            let lines = String::from_utf8(log.calibrations).expect("JSON lines");
+            let mut lines = String::new();
+            let mut file = log.calibrations.into_inner().expect("flushed");
+            file.rewind().expect("rewind");
+            file.read_to_string(&mut lines).expect("JSON lines");
             let answer: String = (lines.lines())
                 .map(|l| l.rsplit_once(",\"timing\"").map_or(l, |(a, _)| a))
                 .collect();

@@ -15,7 +15,7 @@ use super::frontier::Frontier;
 use super::log::{LogWriter, Programs, fingerprint};
 use super::record::{ProposerTally, Record, Tally};
 use super::report::{self, LoopTimes, SearchReport};
-use super::shard::{Plan, ShardOutput, WireRecord};
+use super::shard::{MAX_PARTS, Plan, ShardOutput, WireRecord};
 use super::spill::{self, Spilled};
 use super::{MAX_WARNINGS, SearchError};
 use ndvm_components::scene::{Precision, Scene};
@@ -36,9 +36,10 @@ pub struct Merged {
     pub times: MergeTimes,
 }
 
-/// The merge's seconds: its parts on every core (decoding records, formatting lines) and on one
-/// (reading spilled records, numbering and tallying, writing). The serial part bounds what more
-/// cores can gain (the scaling bench projects with it).
+/// The merge's seconds: the work that runs on every core when the merge may use them (decoding
+/// records, formatting lines: counted here even when it ran on one thread) and the work that
+/// runs on one (reading spilled records, numbering and tallying, writing). The serial part
+/// bounds what more cores can gain (the scaling bench projects with it).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct MergeTimes {
     pub parallel_s: f64,
@@ -101,7 +102,11 @@ impl Records {
                 let decoded = if parallel {
                     (0..chunk.len()).into_par_iter().map(one).collect()
                 } else {
-                    (0..chunk.len()).map(one).collect::<std::io::Result<_>>()
+                    let all = Vec::with_capacity(chunk.len());
+                    (0..chunk.len()).try_fold(all, |mut all, i| {
+                        all.push(one(i)?);
+                        Ok(all)
+                    })
                 };
                 let decoded = decoded.map_err(|e| SearchError::Setting(e.to_string()));
                 times.lap(began, true);
@@ -191,7 +196,7 @@ pub struct TaskTimes {
 }
 
 /// A merge fed its parts one at a time in (epoch, shard) order, as they finish: `run_local`
-/// merges each part while the later ones still run. The log streams: a chunk of records at a
+/// merges parts while the round's last ones still run. The log streams: a chunk of records at a
 /// time is decoded, numbered, formatted on every core and written, so memory does not grow with
 /// the log.
 #[derive(Debug)]
@@ -229,6 +234,14 @@ impl<'a, W: Write> Merger<'a, W> {
         sizes: Sizes,
     ) -> Result<Self, SearchError> {
         scene.search.as_ref().ok_or(SearchError::NotASearch)?;
+        // A plan read from elsewhere (a cluster's JSON) is checked as `Plan::new` checks it.
+        let counts = [plan.shards, plan.epochs as usize];
+        if !counts.iter().all(|n| (1..=MAX_PARTS).contains(n)) {
+            return Err(SearchError::Setting(format!(
+                "a plan of {} shards and {} epochs: each must be between 1 and {MAX_PARTS}",
+                plan.shards, plan.epochs
+            )));
+        }
         Ok(Merger {
             scene,
             plan,
@@ -467,36 +480,61 @@ struct Lines<'a, W: Write> {
 
 impl<W: Write> Lines<'_, W> {
     /// Writes merged records (each with its time and whether it names its program first);
-    /// they are dropped on the cores that format them.
+    /// on every core, they are formatted in blocks and dropped on the cores that format them.
     fn write(&mut self, records: Vec<(Record, f64, bool)>, sizes: Sizes, times: &mut MergeTimes) {
         if self.error.is_some() {
             return;
         }
-        let began = Instant::now();
-        let format = |records: Vec<(Record, f64, bool)>| {
-            let mut log = LogWriter::new(Vec::new(), Vec::new());
-            for (r, at, first) in &records {
+        let block = sizes.block.max(1);
+        let format = |log: &mut LogWriter<Vec<u8>>, records: &[(Record, f64, bool)]| {
+            for (r, at, first) in records {
                 // Writing to memory cannot fail.
                 let _ = log.write_line(r, *at, *first);
             }
-            (log.calibrations, log.programs)
         };
-        let blocks: Vec<(Vec<u8>, Vec<u8>)> = if sizes.parallel {
-            let blocks = records.into_par_iter().chunks(sizes.block.max(1));
-            blocks.map(format).collect()
-        } else {
-            vec![format(records)]
-        };
-        let began = times.lap(began, true);
-        for (calibrations, programs) in blocks {
-            let written = (self.log.programs.write_all(&programs))
-                .and_then(|()| self.log.calibrations.write_all(&calibrations));
-            if let Err(e) = written {
-                self.error = Some(e);
-                break;
+        if !sizes.parallel {
+            // On this thread alone: a block at a time into one buffer, then into the log.
+            let mut buffer = LogWriter::new(Vec::new(), Vec::new());
+            let mut records = records.into_iter();
+            loop {
+                let began = Instant::now();
+                let records: Vec<_> = records.by_ref().take(block).collect();
+                if records.is_empty() {
+                    return;
+                }
+                format(&mut buffer, &records);
+                drop(records);
+                let began = times.lap(began, true);
+                self.write_block(&buffer.calibrations, &buffer.programs);
+                buffer.calibrations.clear();
+                buffer.programs.clear();
+                times.lap(began, false);
             }
         }
+        let began = Instant::now();
+        let blocks: Vec<(Vec<u8>, Vec<u8>)> = (records.into_par_iter())
+            .chunks(block)
+            .map(|records| {
+                let mut log = LogWriter::new(Vec::new(), Vec::new());
+                format(&mut log, &records);
+                (log.calibrations, log.programs)
+            })
+            .collect();
+        let began = times.lap(began, true);
+        for (calibrations, programs) in blocks {
+            self.write_block(&calibrations, &programs);
+        }
         times.lap(began, false);
+    }
+
+    /// Writes a block's lines (its programs' first), unless a write has failed.
+    fn write_block(&mut self, calibrations: &[u8], programs: &[u8]) {
+        if self.error.is_some() {
+            return;
+        }
+        let written = (self.log.programs.write_all(programs))
+            .and_then(|()| self.log.calibrations.write_all(calibrations));
+        self.error = written.err();
     }
 
     /// The first write error, once everything is flushed.
@@ -570,25 +608,41 @@ mod tests {
         )
         .expect("scene");
         let plan = Plan::new(&scene, 3, Some(2), Some(700), None, None).expect("plan");
-        let outputs = outputs(&scene, &plan);
-        let run = |sizes: Sizes| {
+        // A forged plan (from a cluster's JSON) is refused, not allocated for.
+        for (shards, epochs) in [(0, 2), (3, 0), (3, u32::MAX), (usize::MAX, 2)] {
+            let forged = Plan {
+                shards,
+                epochs,
+                ..plan.clone()
+            };
             let mut log = LogWriter::new(Vec::new(), Vec::new());
-            let merged = merge_sized(
-                &scene,
-                &plan,
-                None,
-                (outputs.iter().cloned())
-                    .map(|mut o| {
-                        let records = std::mem::take(&mut o.records);
-                        (o, Records::Held(records.into_iter()))
-                    })
-                    .collect(),
-                &mut log,
-                sizes,
-            )
-            .expect("merged");
+            let refused = Merger::new(&scene, &forged, None, &mut log).map(|_| ());
+            assert!(
+                matches!(refused, Err(SearchError::Setting(_))),
+                "{shards} {epochs}"
+            );
+        }
+        let outputs = outputs(&scene, &plan);
+        // Each part's records held, or spilled to disk as `run_local` spills them.
+        let run_with = |sizes: Sizes, spilled: bool| {
+            let mut log = LogWriter::new(Vec::new(), Vec::new());
+            let parts = (outputs.iter().cloned()).map(|mut o| {
+                let records = std::mem::take(&mut o.records);
+                if !spilled {
+                    return (o, Records::Held(records.into_iter()));
+                }
+                let mut spill = crate::search::spill::Spill::new().expect("spill");
+                for w in records {
+                    let at = w.elapsed_s;
+                    spill.push(&w.into_record(), at);
+                }
+                (o, Records::Spilled(spill.finish().expect("spilled")))
+            });
+            let merged =
+                merge_sized(&scene, &plan, None, parts.collect(), &mut log, sizes).expect("merged");
             (log.calibrations, log.programs, merged.report.to_json())
         };
+        let run = |sizes: Sizes| run_with(sizes, false);
         // One chunk, one block: the lines written one after the other.
         let whole = run(Sizes {
             chunk: usize::MAX,
@@ -610,6 +664,7 @@ mod tests {
                 parallel,
             };
             assert!(run(sizes) == whole, "{sizes:?}");
+            assert!(run_with(sizes, true) == whole, "spilled, {sizes:?}");
         }
     }
 }
