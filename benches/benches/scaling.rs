@@ -248,9 +248,8 @@ fn run(work: Work, threads: usize, trace: bool) -> Run {
                 "the log: {:?}",
                 merged.log_error
             );
-            log.flush().expect("log written");
             let wall_s = start.elapsed().as_secs_f64();
-            // Each line but its time (the last field).
+            // Each line but its time (the last field); the merge flushed the log.
             let mut lines = String::new();
             let mut file = log.calibrations.into_inner().expect("flushed");
             file.rewind().expect("rewind");

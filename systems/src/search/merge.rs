@@ -102,11 +102,7 @@ impl Records {
                 let decoded = if parallel {
                     (0..chunk.len()).into_par_iter().map(one).collect()
                 } else {
-                    let all = Vec::with_capacity(chunk.len());
-                    (0..chunk.len()).try_fold(all, |mut all, i| {
-                        all.push(one(i)?);
-                        Ok(all)
-                    })
+                    (0..chunk.len()).map(one).collect::<std::io::Result<_>>()
                 };
                 let decoded = decoded.map_err(|e| SearchError::Setting(e.to_string()));
                 times.lap(began, true);
@@ -480,61 +476,36 @@ struct Lines<'a, W: Write> {
 
 impl<W: Write> Lines<'_, W> {
     /// Writes merged records (each with its time and whether it names its program first);
-    /// on every core, they are formatted in blocks and dropped on the cores that format them.
+    /// they are dropped on the cores that format them.
     fn write(&mut self, records: Vec<(Record, f64, bool)>, sizes: Sizes, times: &mut MergeTimes) {
         if self.error.is_some() {
             return;
         }
-        let block = sizes.block.max(1);
-        let format = |log: &mut LogWriter<Vec<u8>>, records: &[(Record, f64, bool)]| {
-            for (r, at, first) in records {
+        let began = Instant::now();
+        let format = |records: Vec<(Record, f64, bool)>| {
+            let mut log = LogWriter::new(Vec::new(), Vec::new());
+            for (r, at, first) in &records {
                 // Writing to memory cannot fail.
                 let _ = log.write_line(r, *at, *first);
             }
+            (log.calibrations, log.programs)
         };
-        if !sizes.parallel {
-            // On this thread alone: a block at a time into one buffer, then into the log.
-            let mut buffer = LogWriter::new(Vec::new(), Vec::new());
-            let mut records = records.into_iter();
-            loop {
-                let began = Instant::now();
-                let records: Vec<_> = records.by_ref().take(block).collect();
-                if records.is_empty() {
-                    return;
-                }
-                format(&mut buffer, &records);
-                drop(records);
-                let began = times.lap(began, true);
-                self.write_block(&buffer.calibrations, &buffer.programs);
-                buffer.calibrations.clear();
-                buffer.programs.clear();
-                times.lap(began, false);
-            }
-        }
-        let began = Instant::now();
-        let blocks: Vec<(Vec<u8>, Vec<u8>)> = (records.into_par_iter())
-            .chunks(block)
-            .map(|records| {
-                let mut log = LogWriter::new(Vec::new(), Vec::new());
-                format(&mut log, &records);
-                (log.calibrations, log.programs)
-            })
-            .collect();
+        let blocks: Vec<(Vec<u8>, Vec<u8>)> = if sizes.parallel {
+            let blocks = records.into_par_iter().chunks(sizes.block.max(1));
+            blocks.map(format).collect()
+        } else {
+            vec![format(records)]
+        };
         let began = times.lap(began, true);
         for (calibrations, programs) in blocks {
-            self.write_block(&calibrations, &programs);
+            let written = (self.log.programs.write_all(&programs))
+                .and_then(|()| self.log.calibrations.write_all(&calibrations));
+            if let Err(e) = written {
+                self.error = Some(e);
+                break;
+            }
         }
         times.lap(began, false);
-    }
-
-    /// Writes a block's lines (its programs' first), unless a write has failed.
-    fn write_block(&mut self, calibrations: &[u8], programs: &[u8]) {
-        if self.error.is_some() {
-            return;
-        }
-        let written = (self.log.programs.write_all(programs))
-            .and_then(|()| self.log.calibrations.write_all(calibrations));
-        self.error = written.err();
     }
 
     /// The first write error, once everything is flushed.

@@ -43,8 +43,6 @@ pub struct Spilled {
     left: u64,
     /// Bytes not read yet: a record's length is checked against them.
     bytes_left: u64,
-    /// The last records read: one buffer, refilled by each read.
-    frames: Frames,
 }
 
 /// Why a spill could not be written or read back.
@@ -113,7 +111,6 @@ impl Spill {
             file: None,
             left: self.count,
             bytes_left: self.bytes,
-            frames: Frames::default(),
         })
     }
 }
@@ -129,13 +126,14 @@ impl Spilled {
     }
 
     /// The next `n` records (fewer at the end), still encoded, in one buffer: [`decode`] each.
-    pub fn read(&mut self, n: usize) -> std::io::Result<&Frames> {
+    pub fn read(&mut self, n: usize) -> std::io::Result<Frames> {
         let n = n.min(usize::try_from(self.left).unwrap_or(usize::MAX));
-        let frames = &mut self.frames;
-        frames.bytes.clear();
-        frames.ends.clear();
+        let mut frames = Frames {
+            bytes: Vec::new(),
+            ends: Vec::with_capacity(n),
+        };
         if n == 0 {
-            return Ok(&self.frames);
+            return Ok(frames);
         }
         let file = match &mut self.file {
             Some(file) => file,
@@ -160,7 +158,7 @@ impl Spilled {
             frames.ends.push(frames.bytes.len());
         }
         self.left -= n as u64;
-        Ok(&self.frames)
+        Ok(frames)
     }
 }
 
