@@ -621,6 +621,23 @@ mod tests {
             parallel: true,
         });
         assert_eq!(whole.0.iter().filter(|&&b| b == b'\n').count(), 700);
+        // Each part's candidates come after the earlier parts', its own numbers kept (every
+        // size below is compared with this one: a numbering that went wrong the same way at
+        // every size would pass that comparison).
+        let mut expected = Vec::new();
+        for o in &outputs {
+            let first = expected.iter().copied().max().map_or(0, |m: u64| m + 1);
+            assert!(!o.records.is_empty());
+            expected.extend(o.records.iter().map(|w| first + w.candidate));
+        }
+        let candidates: Vec<u64> = (whole.0.split(|&b| b == b'\n'))
+            .filter(|l| !l.is_empty())
+            .map(|l| {
+                let line: serde_json::Value = serde_json::from_slice(l).expect("line");
+                line["candidate"].as_u64().expect("candidate")
+            })
+            .collect();
+        assert_eq!(candidates, expected);
         assert!(whole.1.iter().filter(|&&b| b == b'\n').count() > 10);
         let sizes = [
             (1, 1, true),
