@@ -46,6 +46,10 @@ pub fn search_tasks(plan: &str, epoch: u32, earlier: Vec<String>) -> PyResult<Ve
         .iter()
         .map(|o| parse("shard output", o))
         .collect::<PyResult<Vec<ShardOutput>>>()?;
+    // An output from another build would lose what that build does not send (its migrants).
+    for o in &earlier {
+        o.task.check_wire().map_err(|e| input_err(e.to_string()))?;
+    }
     plan.tasks(epoch, &earlier).iter().map(text).collect()
 }
 

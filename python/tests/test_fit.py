@@ -4,6 +4,8 @@ back byte for byte."""
 import json
 import subprocess
 
+import pytest
+
 import ndvm
 from conftest import ROOT, ndvm_bin
 
@@ -57,6 +59,25 @@ def test_shards_merge_back_byte_for_byte():
 def test_search_runs_a_search_scene():
     r = ndvm.search(SCENES / "search_feynman.scene.ron", calibrations=200)
     assert isinstance(r, dict) and r
+
+
+def test_a_task_or_output_from_another_build_is_refused():
+    from ndvm._ndvm import search_plan, search_shard, search_tasks
+
+    scene = SCENES / "search_feynman.scene.ron"
+    text, base = scene.read_text(), str(SCENES)
+    plan = search_plan(text, False, 2, 2, 40, None, None)
+    task = search_tasks(plan, 0, [])[0]
+    output = json.loads(search_shard(text, base, False, task, 1))
+    assert output["task"]["wire"] >= 1
+    # A build before versions sent no `wire`: its task is not run, its output not used.
+    older = json.loads(task)
+    del older["wire"]
+    with pytest.raises(ndvm.InputError, match="another ndvm build"):
+        search_shard(text, base, False, json.dumps(older), 1)
+    del output["task"]["wire"]
+    with pytest.raises(ndvm.InputError, match="another ndvm build"):
+        search_tasks(plan, 1, [json.dumps(output)])
 
 
 def test_one_shard_is_the_plain_search_and_shards_write_a_whole_log(tmp_path):

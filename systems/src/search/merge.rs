@@ -268,6 +268,7 @@ impl<'a, W: Write> Merger<'a, W> {
                 o.task.shard, o.task.shards, o.task.epoch, plan.shards, plan.epochs
             )));
         }
+        o.task.check_wire()?;
         let key = |o: &ShardOutput| (o.task.epoch, o.task.shard);
         if self.outputs.last().is_some_and(|last| key(last) >= key(&o)) {
             return Err(SearchError::Setting(format!(
@@ -538,7 +539,7 @@ fn add_counts(merged: &mut Vec<ProposerTally>, part: &[ProposerTally]) {
 mod tests {
     use super::*;
     use crate::search::SearchOptions;
-    use crate::search::shard::run_task;
+    use crate::search::shard::{ShardTask, run_task};
 
     /// Every task of a two-epoch plan of three shards (Evolve migrating between epochs).
     fn outputs(scene: &Scene, plan: &Plan) -> Vec<ShardOutput> {
@@ -593,7 +594,27 @@ mod tests {
                 "{shards} {epochs}"
             );
         }
+        // A task or an output of another build (one before versions sends no `wire`) is
+        // refused, not run or merged without what that build does not send.
+        let mut older = serde_json::to_value(&plan.tasks(0, &[])[0]).expect("JSON");
+        older.as_object_mut().expect("an object").remove("wire");
+        let older: ShardTask = serde_json::from_value(older).expect("an older task parses");
+        let base = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let refused = run_task(&scene, base, &SearchOptions::default(), &older);
+        let from_another_build = |e: &SearchError| e.to_string().contains("another ndvm build");
+        assert!(
+            refused.as_ref().is_err_and(from_another_build),
+            "{refused:?}"
+        );
         let outputs = outputs(&scene, &plan);
+        let mut mixed = outputs.clone();
+        mixed[1].task.wire = 0;
+        let mut log = LogWriter::new(Vec::new(), Vec::new());
+        let refused = merge(&scene, &plan, None, mixed, &mut log).map(|_| ());
+        assert!(
+            refused.as_ref().is_err_and(from_another_build),
+            "{refused:?}"
+        );
         // Each part's records held, or spilled to disk as `run_local` spills them.
         let run_with = |sizes: Sizes, spilled: bool| {
             let mut log = LogWriter::new(Vec::new(), Vec::new());

@@ -34,6 +34,11 @@ pub const DEFAULT_EPOCHS: u32 = 4;
 pub const DEFAULT_MIGRANTS: usize = 4;
 /// Most shards or epochs a plan takes.
 pub const MAX_PARTS: usize = 4096;
+/// The version of what travels between a cluster's driver and its workers (tasks, and outputs,
+/// which carry their task): raised when a field is added or changes meaning. A task or output
+/// of another version is refused ([`ShardTask::check_wire`]): a cluster that mixed builds
+/// would otherwise run, and lose what the older build does not send (a shard's migrants).
+pub const WIRE: u32 = 1;
 
 /// How a search is cut into tasks.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -51,7 +56,7 @@ pub struct Plan {
 }
 
 /// One shard of one epoch: what a worker runs ([`run_task`]).
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ShardTask {
     pub shard: usize,
     pub shards: usize,
@@ -66,9 +71,25 @@ pub struct ShardTask {
     /// How many of its best programs this task sends to the next epoch ([`ShardOutput::best`]).
     #[serde(default)]
     pub sends: usize,
+    /// [`WIRE`] of the build that made it: 0 from a build before versions.
+    #[serde(default)]
+    pub wire: u32,
 }
 
 impl ShardTask {
+    /// An error unless this task (or the output that carries it) comes from a build that
+    /// speaks this one's [`WIRE`].
+    pub fn check_wire(&self) -> Result<(), SearchError> {
+        if self.wire == WIRE {
+            return Ok(());
+        }
+        Err(SearchError::Setting(format!(
+            "shard {} of epoch {} comes from another ndvm build (shard format {}, this build \
+             reads {WIRE}): install the same ndvm on every worker",
+            self.shard, self.epoch, self.wire
+        )))
+    }
+
     /// What sets this task's seeds apart from the unsharded search's (none for shard 0 of 1 in
     /// epoch 0, which is that search).
     pub fn salt(&self) -> Option<u64> {
@@ -194,6 +215,7 @@ impl Plan {
                     } else {
                         0
                     },
+                    wire: WIRE,
                 }
             })
             .collect()
@@ -266,6 +288,7 @@ pub fn run_task_with(
     task: &ShardTask,
     mut each: impl FnMut(&Record, f64) + Send,
 ) -> Result<ShardOutput, SearchError> {
+    task.check_wire()?;
     if task.shard >= task.shards {
         return Err(SearchError::Setting(format!(
             "shard {} of {}: shards are numbered from 0",
