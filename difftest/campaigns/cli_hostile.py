@@ -14,7 +14,17 @@ cases):
 - program shapes: the linear-cost and chain-depth shapes at three sizes each, under `run` and
   `run --bytecode`;
 - inputs and outputs that are not files: FIFOs, folders, symbolic links, devices;
-- search proposers that crash, hang, fork, print garbage, oversized or parameter-heavy lines.
+- search proposers that crash, hang, fork, print garbage, oversized or parameter-heavy lines;
+- signals: plain, threaded and sharded searches sent SIGKILL, SIGTERM once or twice, or SIGINT
+  at random times; the output folder must then hold whole lines, every calibration's program
+  before it, results (if any) that agree with the log, and no spill files in `TMPDIR`;
+- concurrent writers: two searches into one folder at once (one refused, exit 2; the folder
+  whole);
+- extreme values: one to three data points from 1e-300 to 1e308 (f32 and f64) through a search
+  and every plot, within the time limit, the results written;
+- Python scenes as dicts: scene settings set to 0, negative, huge or the wrong type through
+  `ndvm.fit` and `ndvm.search` (run with the Python that has `ndvm` installed; skipped
+  otherwise): a Python exception, never an abort or a hang.
 
 Prints a table per family: cases, failures, the slowest case and the largest peak memory, and
 exits 1 if any case failed.
@@ -25,6 +35,7 @@ import os
 import random
 import resource
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -83,6 +94,8 @@ class Family:
         self.peak = max(self.peak, peak)
 
     def row(self):
+        if getattr(self, "failures_note", None):
+            return f"{self.name:<22} {self.failures_note}"
         return (f"{self.name:<22} {self.cases:>7} {len(self.failures):>8} "
                 f"{self.slowest[0]:>8.2f} s  {self.peak / 1024:>7.0f} MB  {self.slowest[1]}")
 
@@ -202,9 +215,244 @@ def proposers():
     return f
 
 
+def search_scene(name, proposers="[Stream(path: %r, cycle: true), Evolve()]", seconds=60.0):
+    stream = os.path.join(ROOT, "scenes", "scalar_stream_247.jsonl")
+    return path(name, f"""Scene(candidates: [],
+  data: Some(Synthetic(program: "(* (exp (* -0.3 x)) (cos (* 2 x)))",
+    inputs: {{"x": Linspace(0.1, 6.0, 64)}}, noise_sd: 0.02, seed: 1, split: Split(train: 0.7, seed: 3))),
+  loss: Mse,
+  search: Some(Search(proposers: {proposers % stream if '%r' in proposers else proposers},
+    calibration: Calibration(steps: 50, optimizer: Adam(lr: 0.05), draws: 4),
+    success: HeldOutR2(0.9), budget: Budget(seconds: Some({seconds})))))""")
+
+
+def folder_problems(out):
+    """What is wrong with a search's output folder: [] when its files are whole and agree."""
+    problems = []
+    try:
+        cal = open(os.path.join(out, "calibrations.jsonl"), "rb").read().decode()
+        prog = open(os.path.join(out, "programs.jsonl"), "rb").read().decode()
+    except FileNotFoundError:
+        return [] if not os.path.exists(os.path.join(out, "search.json")) else ["results without a log"]
+    for text, what in ((cal, "calibrations"), (prog, "programs")):
+        if text and not text.endswith("\n"):
+            problems.append(f"{what}.jsonl ends in a cut line")
+    programs = set()
+    for i, line in enumerate(prog.splitlines()):
+        try:
+            if json.loads(line)["program"] != i:
+                problems.append(f"program line {i} misnumbered")
+            programs.add(i)
+        except ValueError:
+            problems.append(f"program line {i} is not JSON")
+            break
+    lines = cal.splitlines()
+    for i, line in enumerate(lines):
+        try:
+            v = json.loads(line)
+        except ValueError:
+            problems.append(f"calibration line {i} is not JSON")
+            break
+        if v["calibration"] != i:
+            problems.append(f"calibration line {i} numbered {v['calibration']}")
+            break
+        if v["program"] not in programs:
+            problems.append(f"calibration {i} names program {v['program']}, not on disk")
+            break
+    results = os.path.join(out, "search.json")
+    if os.path.exists(results):
+        try:
+            n = json.load(open(results))["summary"]["calibrations"]
+            if n != len(lines):
+                problems.append(f"search.json says {n} calibrations, the log has {len(lines)}")
+        except (ValueError, KeyError):
+            problems.append("search.json is not whole")
+    return problems
+
+
+def signals(rng):
+    f = Family("signals")
+    scene = search_scene("signals.scene.ron")
+    runs = {
+        "plain": [],
+        "one thread": ["--threads", "1"],
+        "4 threads": ["--threads", "4"],
+        "shards": ["--shards", "3", "--epochs", "6"],
+    }
+    plans = ["KILL", "TERM", "TERM TERM", "INT", "INT INT", "TERM KILL"]
+    for k in range(6 * SCALE):
+        for name, extra in runs.items():
+            plan = rng.choice(plans)
+            out = os.path.join(WORK, "sig-out")
+            tmp = os.path.join(WORK, "sig-tmp")
+            shutil.rmtree(out, ignore_errors=True)
+            shutil.rmtree(tmp, ignore_errors=True)
+            os.makedirs(tmp)
+            at = rng.uniform(0.3, 2.5)
+            gap = rng.choice([0.0, 0.01, 0.05, 0.3])
+            label = f"{name}: {plan} at {at:.2f} s (gap {gap} s)"
+            t = time.time()
+            p = subprocess.Popen([NDVM, "search", scene, "--out", out] + extra, cwd=WORK,
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                 env={**os.environ, "TMPDIR": tmp}, preexec_fn=cap)
+            time.sleep(at)
+            for i, sig in enumerate(plan.split()):
+                if i:
+                    time.sleep(gap)
+                try:
+                    p.send_signal(getattr(signal, "SIG" + sig))
+                except ProcessLookupError:
+                    pass
+            try:
+                _, err = p.communicate(timeout=LIMIT_S)
+                code = p.returncode
+            except subprocess.TimeoutExpired:
+                p.kill()
+                _, err = p.communicate()
+                code = 124
+            f.cases += 1
+            secs = time.time() - t
+            if secs > f.slowest[0]:
+                f.slowest = (secs, label)
+            killed = "KILL" in plan
+            if code not in OK and not (killed and code == -9):
+                f.failures.append(f"{label}: exit {code}: {err.decode(errors='replace')[-200:]}")
+            for problem in folder_problems(out):
+                f.failures.append(f"{label}: {problem}")
+            left = os.listdir(tmp)
+            if left and not killed:
+                f.failures.append(f"{label}: left in TMPDIR: {left[:3]}")
+    return f
+
+
+def concurrent(rng):
+    f = Family("concurrent writers")
+    scene = search_scene("concurrent.scene.ron", seconds=2.0)
+    for k in range(5 * SCALE):
+        out = os.path.join(WORK, "same-out")
+        shutil.rmtree(out, ignore_errors=True)
+        extra = [[], ["--shards", "2"], ["--threads", "1"]]
+        a, b = rng.choice(extra), rng.choice(extra)
+        procs = [subprocess.Popen([NDVM, "search", scene, "--out", out] + x, cwd=WORK,
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                  preexec_fn=cap) for x in (a, b)]
+        results = [(q.wait(timeout=LIMIT_S), q.stderr.read().decode(errors="replace")) for q in procs]
+        f.cases += 1
+        codes = sorted(c for c, _ in results)
+        refused = [e for c, e in results if c == 2]
+        if codes != [0, 2] or "in use by another run" not in "".join(refused):
+            # Both may succeed when the first ended before the second began.
+            if codes != [0, 0]:
+                f.failures.append(f"{a} and {b}: exits {codes}: {results[-1][1][-200:]}")
+        for problem in folder_problems(out):
+            f.failures.append(f"{a} and {b}: {problem}")
+    return f
+
+
+def extremes(rng):
+    f = Family("extreme values")
+    values = [1e-300, 1e-30, 1.0, 1e30, 1e150, 1.3e154, 1e200, 1e300, 1.7e308, -1e308, 0.0]
+    for k in range(12 * SCALE):
+        rows = rng.randint(1, 3)
+        data = "x,y\n" + "".join(f"{rng.choice(values)!r},{rng.choice(values)!r}\n" for _ in range(rows))
+        csv = path("extreme.csv", data)
+        precision = rng.choice(["F32", "F64"])
+        scene = path("extreme.scene.ron", f"""Scene(candidates: [], precision: Some({precision}),
+  data: Some(Csv(path: {json.dumps(csv)}, columns: {{"x": "x"}}, target: "y")),
+  loss: Mse,
+  search: Some(Search(proposers: [Evolve()],
+    calibration: Calibration(steps: 10, optimizer: Adam(lr: 0.1), draws: 2),
+    success: TrainLoss(1e-6), budget: Budget(calibrations: Some(100)))))""")
+        out = os.path.join(WORK, "extreme-out")
+        shutil.rmtree(out, ignore_errors=True)
+        label = f"{precision} {data.strip().splitlines()[1:]}"
+        code, secs, peak, err = run(["search", scene, "--out", out])
+        f.cases += 1
+        if code not in OK or "panicked" in err:
+            f.failures.append(f"{label}: exit {code}: {err.strip()[-200:]}")
+        if code == 0:
+            for name in ("search.json", "frontier.csv", "frontier.svg", "front.svg"):
+                if not os.path.exists(os.path.join(out, name)):
+                    f.failures.append(f"{label}: {name} missing")
+        for problem in folder_problems(out):
+            f.failures.append(f"{label}: {problem}")
+        if secs > f.slowest[0]:
+            f.slowest = (secs, label)
+        f.peak = max(f.peak, peak)
+    return f
+
+
+PY_CHILD = """
+import json, sys, ndvm
+scene = json.loads(sys.argv[1])
+try:
+    (ndvm.search if scene.get("search") else ndvm.fit)(scene, threads=1)
+except ndvm.NdvmError as e:
+    print(type(e).__name__, e, file=sys.stderr)
+    sys.exit(1)
+"""
+
+
+def python_scenes(rng):
+    f = Family("python dict scenes")
+    python = os.environ.get("NDVM_PYTHON", sys.executable)
+    if subprocess.run([python, "-c", "import ndvm"], capture_output=True).returncode != 0:
+        f.failures_note = "skipped: no ndvm module"
+        return f
+    bad = [0, -1, -5.0, 1e11, 2 ** 40, 1e308, float("nan"), "x", [], {}, None, True]
+
+    def base():
+        return {
+            "candidates": [],
+            "data": {"Synthetic": {"program": "(* 2 x)", "inputs": {"x": {"Linspace": [0.0, 1.0, 16]}}}},
+            "loss": "Mse",
+            "search": {
+                "proposers": [{"Evolve": {}}],
+                "calibration": {"steps": 10, "optimizer": {"Adam": {"lr": 0.1}}, "draws": 2},
+                "budget": {"calibrations": 20},
+                "success": {"TrainLoss": 1e-6},
+            },
+        }
+
+    def places(s):
+        c, e = s["search"]["calibration"], s["search"]["proposers"][0]["Evolve"]
+        return [
+            (c, "draws"), (c, "steps"), (c["optimizer"]["Adam"], "lr"), (s["search"], "window"),
+            (s["search"], "keep"), (e, "elite"), (e, "max_nodes"), (e, "binary"), (e, "unary"),
+            (s["search"]["budget"], "calibrations"), (s["search"]["budget"], "seconds"),
+            (s["data"]["Synthetic"]["inputs"]["x"]["Linspace"], 2), (s["data"]["Synthetic"], "noise_sd"),
+        ]
+
+    for k in range(60 * SCALE):
+        s = base()
+        where, key = rng.choice(places(s))
+        value = rng.choice(bad)
+        where[key] = value
+        if rng.random() < 0.3:
+            s["search"] = None
+            s["candidates"] = [{"Inline": {"name": "l", "src": "(* a x)"}}]
+        label = f"{key} = {value!r}" + (" (fit)" if s["search"] is None else "")
+        text = json.dumps(s).replace("NaN", "\"nan\"")
+        t = time.time()
+        try:
+            p = subprocess.run([python, "-c", PY_CHILD, text], capture_output=True,
+                               timeout=LIMIT_S, preexec_fn=cap)
+            code, err = p.returncode, p.stderr.decode(errors="replace")
+        except subprocess.TimeoutExpired:
+            code, err = 124, ""
+        f.cases += 1
+        if code not in (0, 1) or "Traceback" in err:
+            f.failures.append(f"{label}: exit {code}: {err.strip()[-200:]}")
+        secs = time.time() - t
+        if secs > f.slowest[0]:
+            f.slowest = (secs, label)
+    return f
+
+
 def main():
     rng = random.Random(20261126)
-    families = [bytecode_mutations(rng, 500 * SCALE), shapes(), not_files(), proposers()]
+    families = [bytecode_mutations(rng, 500 * SCALE), shapes(), not_files(), proposers(),
+                signals(rng), concurrent(rng), extremes(rng), python_scenes(rng)]
     print(f"{'family':<22} {'cases':>7} {'failures':>8} {'slowest':>10}  {'peak':>10}  slowest case")
     for f in families:
         print(f.row())

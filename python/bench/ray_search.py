@@ -31,7 +31,7 @@ import tempfile
 import time
 
 import ndvm
-from ndvm._shards import drive
+from ndvm._shards import drive_files
 
 ON_PROCESSES = os.environ.get("NDVM_SHARDS_ON") == "processes"
 if not ON_PROCESSES:
@@ -64,7 +64,7 @@ def search_files(scene, n, calibrations, pool):
     def run_epoch(tasks):
         return pool.map(shard, [(text, base, is_json, t) for t in tasks])
 
-    return drive(text, is_json, ndvm._title(scene), n, run_epoch, calibrations=calibrations)
+    return drive_files(text, is_json, ndvm._title(scene), n, run_epoch, calibrations=calibrations)
 
 
 def digest(files):

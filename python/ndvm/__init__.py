@@ -148,23 +148,22 @@ def search_sharded(
     shard's Evolve in the next round. The budget (``calibrations``, ``seconds``, else the
     scene's) is the whole search's; ``seconds`` is the run's wall time (with more shards than
     ``threads``, each wave of shards gets its share of a round). With ``out``, the folder gets
-    what ``ndvm search --out`` writes (``search.json``, ``calibrations.jsonl``,
-    ``programs.jsonl``, ``frontier.csv``, ``frontier.svg``; ``search.json`` adds the wall-clock
-    ``timing``). One shard in one epoch is exactly :func:`search`.
+    what ``ndvm search --out`` writes, as it writes it (``calibrations.jsonl`` and
+    ``programs.jsonl`` streamed, then ``search.json`` with the wall-clock ``timing``,
+    ``frontier.csv``, ``frontier.svg``, ``front.svg``; one run at a time per folder); without,
+    the log goes nowhere and memory stays flat. Ctrl-C stops the search after its round and
+    raises ``KeyboardInterrupt``. One shard in one epoch is exactly :func:`search`.
     """
-    from ._shards import write_files
-
     text, base, is_json = _scene_text(scene, base_dir)
     plan = search_plan(text, is_json, num_shards, epochs, calibrations, seconds, migrants)
-    files = dict(search_local(text, base, is_json, _title(scene), plan, threads))
-    if out is not None:
-        write_files(out, files)
-    return _report(files)
+    folder = None if out is None else os.fspath(out)
+    return _report(search_local(text, base, is_json, _title(scene), plan, threads, folder))
 
 
-def _report(files: Mapping[str, str]) -> dict:
-    """A merged search's report as :func:`search` returns it (the wall-clock timing apart)."""
-    report = json.loads(files["search.json"])
+def _report(results: str) -> dict:
+    """A merged search's results JSON as :func:`search` returns it (the wall-clock timing
+    apart)."""
+    report = json.loads(results)
     report.pop("timing", None)
     return report
 

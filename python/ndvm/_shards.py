@@ -33,29 +33,33 @@ def drive(
     calibrations: Optional[int] = None,
     seconds: Optional[float] = None,
     migrants: Optional[int] = None,
-) -> dict[str, str]:
-    """Plans, runs every epoch with ``run_epoch`` and merges: the output files by name."""
+    out: "Optional[os.PathLike[str] | str]" = None,
+) -> str:
+    """Plans, runs every epoch with ``run_epoch`` and merges: the results JSON. With ``out``,
+    the folder gets what ``ndvm search --out`` writes (claimed, streamed and renamed into place
+    by the engine, as the CLI writes it)."""
     plan = search_plan(text, is_json, shards, epochs, calibrations, seconds, migrants)
     outputs: list[str] = []
     for epoch in range(json.loads(plan)["epochs"]):
         outputs.extend(run_epoch(search_tasks(plan, epoch, outputs)))
-    return dict(search_merge(text, is_json, title, plan, outputs))
+    folder = None if out is None else os.fspath(out)
+    return search_merge(text, is_json, title, plan, outputs, folder)
 
 
-def write_files(out: "os.PathLike[str] | str", files: dict[str, str]) -> None:
-    """Writes the merged files into the folder ``out`` (created if missing), each through a
-    temporary file renamed into place, replacing only regular files."""
-    folder = os.fspath(out)
-    os.makedirs(folder, exist_ok=True)
-    for name, body in files.items():
+def drive_files(*args, **kwargs) -> dict[str, str]:
+    """:func:`drive`, returning every file ``ndvm search --out`` writes, by name, as text (the
+    log read back whole: for tests and small searches)."""
+    with tempfile.TemporaryDirectory(prefix="ndvm-merge-") as folder:
+        drive(*args, out=folder, **kwargs)
+        return read_files(folder)
+
+
+def read_files(folder: "os.PathLike[str] | str") -> dict[str, str]:
+    """The files of a search's output folder, by name."""
+    files = {}
+    for name in sorted(os.listdir(folder)):
         path = os.path.join(folder, name)
-        if os.path.lexists(path) and (os.path.islink(path) or not os.path.isfile(path)):
-            raise ValueError(f"{path}: not a regular file; outputs replace only regular files")
-        fd, tmp = tempfile.mkstemp(prefix=f".{name}.", dir=folder)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                f.write(body)
-            os.replace(tmp, path)
-        except BaseException:
-            os.unlink(tmp)
-            raise
+        if not name.startswith(".") and os.path.isfile(path):
+            with open(path, encoding="utf-8") as f:
+                files[name] = f.read()
+    return files

@@ -39,7 +39,7 @@ except ImportError as e:  # an optional extra
     ) from e
 
 from . import Scene, _report, _scene_text, _title, fit_json, merge_results, search_shard
-from ._shards import drive, write_files
+from ._shards import drive, drive_files
 
 
 def _test_pause(kind: str, name: str) -> None:
@@ -109,6 +109,19 @@ def _search_task(text: str, base: str, is_json: bool, task: str, threads: Option
     return search_shard(text, base, is_json, task, threads)
 
 
+def _epoch_runner(text, base, is_json, threads, max_retries, num_cpus):
+    """Runs one epoch's tasks as Ray tasks (retried when a worker dies)."""
+    options = {"max_retries": max_retries}
+    if num_cpus is not None:
+        options["num_cpus"] = num_cpus
+    task = _search_task.options(**options)
+
+    def run_epoch(tasks):
+        return _ray.get([task.remote(text, base, is_json, t, threads) for t in tasks])
+
+    return run_epoch
+
+
 def search_files(
     scene: Scene,
     num_workers: int = 2,
@@ -123,24 +136,17 @@ def search_files(
     num_cpus: Optional[float] = None,
 ) -> dict[str, str]:
     """Like :func:`search`, returning the merged files by name (``search.json``,
-    ``calibrations.jsonl``, ``programs.jsonl``, ``frontier.csv``, ``frontier.svg``) as text."""
+    ``calibrations.jsonl``, ``programs.jsonl``, ``frontier.csv``, ``frontier.svg``,
+    ``front.svg``) as text."""
     if num_workers < 1:
         raise ValueError("num_workers must be at least 1")
     text, base, is_json = _scene_text(scene, base_dir)
-    options = {"max_retries": max_retries}
-    if num_cpus is not None:
-        options["num_cpus"] = num_cpus
-    task = _search_task.options(**options)
-
-    def run_epoch(tasks):
-        return _ray.get([task.remote(text, base, is_json, t, threads) for t in tasks])
-
-    return drive(
+    return drive_files(
         text,
         is_json,
         _title(scene),
         num_workers,
-        run_epoch,
+        _epoch_runner(text, base, is_json, threads, max_retries, num_cpus),
         epochs=epochs,
         calibrations=calibrations,
         seconds=seconds,
@@ -174,21 +180,23 @@ def search(
     the same output, and the merge keeps one output per shard and epoch. ``threads`` is each
     task's engine thread count and ``num_cpus`` what Ray reserves for it.
     """
-    files = search_files(
-        scene,
-        num_workers,
-        threads,
-        epochs=epochs,
-        calibrations=calibrations,
-        seconds=seconds,
-        migrants=migrants,
-        base_dir=base_dir,
-        max_retries=max_retries,
-        num_cpus=num_cpus,
+    if num_workers < 1:
+        raise ValueError("num_workers must be at least 1")
+    text, base, is_json = _scene_text(scene, base_dir)
+    return _report(
+        drive(
+            text,
+            is_json,
+            _title(scene),
+            num_workers,
+            _epoch_runner(text, base, is_json, threads, max_retries, num_cpus),
+            epochs=epochs,
+            calibrations=calibrations,
+            seconds=seconds,
+            migrants=migrants,
+            out=out,
+        )
     )
-    if out is not None:
-        write_files(out, files)
-    return _report(files)
 
 
 __all__ = ["fit", "fit_json_text", "search", "search_files"]

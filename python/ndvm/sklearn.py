@@ -27,6 +27,7 @@ import csv
 import os
 import re
 import tempfile
+import warnings
 from typing import Any, Optional, Sequence
 
 import numpy as np
@@ -43,9 +44,18 @@ except ImportError:  # pragma: no cover - older scikit-learn: the estimator's ow
 
 __all__ = ["SymbolicRegressor"]
 
-_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-# The fitted constants' names: letters that are not variables (the ones Evolve gives out).
-_LETTERS = [chr(c) for c in range(ord("a"), ord("z") + 1)]
+# Inside, column i is `x{i}` whatever its name (a name such as `if`, `lambda` or `True` means
+# something to the dialect or to Python): names are put back in what the estimator shows.
+_INSIDE = re.compile(r"\bx(\d+)\b")
+_INSIDE_LATEX = re.compile(r"x_\{(\d+)\}")
+# The fitted constants' names (the ones Evolve gives out).
+_LETTERS = [chr(c) for c in range(ord("a"), ord("h") + 1)]
+# Lanes a search holds at once (`ndvm_components::limits::LANES_IN_FLIGHT`): window × draws ×
+# rows must stay under it.
+_LANES_IN_FLIGHT = 1 << 22
+_WINDOW = 64
+# |y| (or a prediction) beyond this squares past the largest double: every loss overflows.
+_OVERFLOW = 1e150
 
 
 class SymbolicRegressor(RegressorMixin, BaseEstimator):  # type: ignore[misc,valid-type]
@@ -80,7 +90,11 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):  # type: ignore[misc,val
         Worker threads (default: one per core).
     variable_names : sequence of str, optional
         Names of ``X``'s columns in the equations (default: a DataFrame's columns, else
-        ``x0``, ``x1``, …).
+        ``x0``, ``x1``, …): any distinct strings.
+    max_rows : int, default 10000
+        The most rows the search fits: a larger ``X`` is subsampled (rows drawn with ``seed``,
+        a warning says so). Each calibration fits every row it is given, from ``draws``
+        starting points at once.
 
     Attributes
     ----------
@@ -111,6 +125,7 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):  # type: ignore[misc,val
         seed: int = 1,
         threads: Optional[int] = None,
         variable_names: Optional[Sequence[str]] = None,
+        max_rows: int = 10_000,
     ):
         self.seconds = seconds
         self.calibrations = calibrations
@@ -126,6 +141,7 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):  # type: ignore[misc,val
         self.seed = seed
         self.threads = threads
         self.variable_names = variable_names
+        self.max_rows = max_rows
 
     # -- scikit-learn --------------------------------------------------------------------
 
@@ -163,13 +179,32 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):  # type: ignore[misc,val
             raise ValueError(f"{len(names)} variable names for {n} columns of X")
         if len(set(names)) != n:
             raise ValueError(f"variable names {names} repeat a name")
-        bad = [v for v in names if not _NAME.fullmatch(v) or v == "__target__"]
-        if bad:
-            raise ValueError(
-                f"variable names {bad} are not plain names (a letter or _, then letters, "
-                "digits or _): pass variable_names"
-            )
         return names
+
+    def _rows(self, X, y):
+        """``X`` and ``y``, subsampled to ``max_rows`` (with a warning), and the search window
+        that keeps window × draws × rows within the engine's limit."""
+        draws = int(self.draws)
+        if draws < 1:
+            raise ValueError(f"draws={draws}: at least 1")
+        if int(self.max_rows) < 2:
+            raise ValueError(f"max_rows={self.max_rows}: at least 2")
+        rows = min(len(X), int(self.max_rows))
+        if draws * rows > _LANES_IN_FLIGHT:
+            raise ValueError(
+                f"draws={draws} × {rows} rows is over the {_LANES_IN_FLIGHT} lanes a search "
+                "holds at once: lower max_rows or draws"
+            )
+        if rows < len(X):
+            warnings.warn(
+                f"{len(X)} rows: the search fits {rows} of them, drawn at random (seed "
+                f"{self.seed}); set max_rows to fit more",
+                stacklevel=3,
+            )
+            keep = np.sort(np.random.default_rng(int(self.seed)).choice(len(X), rows, replace=False))
+            X, y = X[keep], y[keep]
+        window = max(1, min(_WINDOW, _LANES_IN_FLIGHT // (draws * rows)))
+        return X, y, window
 
     def fit(self, X, y):
         """Searches for a formula; returns ``self``."""
@@ -181,6 +216,15 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):  # type: ignore[misc,val
         if len(X) < 2:
             raise ValueError(f"{len(X)} sample(s): a fit needs at least 2")
         names = self._names(X.shape[1])
+        inside = [f"x{i}" for i in range(X.shape[1])]
+        big = float(np.max(np.abs(y)))
+        if big > _OVERFLOW:
+            raise ValueError(
+                f"y reaches {big:.3g}: its squared errors overflow double precision, so no "
+                "loss would be finite; divide y by a constant (its standard deviation, say) "
+                "and scale the equations back"
+            )
+        X, y, window = self._rows(X, y)
         budget: dict[str, Any] = (
             {"calibrations": int(self.calibrations)}
             if self.calibrations is not None
@@ -190,18 +234,18 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):  # type: ignore[misc,val
             path = os.path.join(tmp, "data.csv")
             with open(path, "w", newline="", encoding="utf-8") as f:
                 w = csv.writer(f)
-                w.writerow([*names, "__target__"])
+                w.writerow([*inside, "__target__"])
                 for row, t in zip(X, y):
                     w.writerow([repr(float(v)) for v in row] + [repr(float(t))])
             scene = {
                 "candidates": [],
                 "parameters": {
-                    "init": {p: 1.0 for p in [c for c in _LETTERS if c not in names][:8]}
+                    "init": {p: 1.0 for p in _LETTERS}
                 },
                 "data": {
                     "Csv": {
                         "path": "data.csv",
-                        "columns": {n: n for n in names},
+                        "columns": {n: n for n in inside},
                         "target": "__target__",
                     }
                 },
@@ -226,12 +270,14 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):  # type: ignore[misc,val
                     },
                     "success": {"TrainLoss": 0.0},
                     "budget": budget,
+                    "window": window,
                     "seed": int(self.seed),
                 },
             }
             report = search(scene, self.threads, base_dir=tmp)
         front = report["front"]
-        entries = []
+        shown = _Names(names)
+        entries, self._inside = [], []
         for i, e in enumerate(front["entries"]):
             entries.append(
                 {
@@ -239,17 +285,16 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):  # type: ignore[misc,val
                     "loss": e["train_loss"],
                     "adjusted_loss": e["adjusted_loss"],
                     "score": e["score"],
-                    "equation": e.get("sympy"),
-                    "latex": e.get("latex"),
-                    "program": e["src"],
+                    "equation": shown.text(e.get("sympy")),
+                    "latex": shown.latex(e.get("latex")),
+                    "program": shown.text(e["src"]),
                     "params": dict(e["params"]),
                     "chosen": i == front["chosen"],
                 }
             )
+            self._inside.append((e.get("sympy"), e["src"]))
         if not entries:
-            raise RuntimeError(
-                "the search finished no calibration: give it more time or calibrations"
-            )
+            raise RuntimeError(_nothing_found(report, budget))
         self.report_ = report
         self.equations_ = entries
         self.best_ = entries[front["chosen"]]
@@ -267,14 +312,21 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):  # type: ignore[misc,val
         check_is_fitted(self, "equations_")
         return self.best_ if index is None else self.equations_[index]
 
+    def _inside_of(self, index: Optional[int]) -> tuple[Optional[str], str]:
+        """The entry's sympy text and program as the engine wrote them (columns `x{i}`)."""
+        check_is_fitted(self, "equations_")
+        if index is None:
+            index = next(i for i, e in enumerate(self.equations_) if e["chosen"])
+        return self._inside[index]
+
     def predict(self, X, index: Optional[int] = None) -> np.ndarray:
         """The chosen equation (or ``equations_[index]``) at the rows of ``X``."""
         entry = self._entry(index)
         X, _ = self._validate(X, reset=False)
         params = entry["params"]
-        names = list(params) + self._variables
-        program = Program(entry["program"], names)
-        inputs = {v: X[:, i].copy() for i, v in enumerate(self._variables)}
+        inside = [f"x{i}" for i in range(len(self._variables))]
+        program = Program(self._inside_of(index)[1], list(params) + inside)
+        inputs = {v: X[:, i].copy() for i, v in enumerate(inside)}
         out = program.evaluate(
             inputs, grad=False, precision="f64", constants={k: float(v) for k, v in params.items()}
         )
@@ -288,10 +340,11 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):  # type: ignore[misc,val
         import sympy
 
         entry = self._entry(index)
-        if entry["equation"] is None:
+        equation = self._inside_of(index)[0]
+        if equation is None:
             raise ValueError(f"`{entry['program']}` is not one arithmetic expression")
-        symbols = {v: sympy.Symbol(v) for v in self._variables}
-        return sympy.sympify(entry["equation"], locals=symbols)
+        symbols = {f"x{i}": sympy.Symbol(v) for i, v in enumerate(self._variables)}
+        return sympy.sympify(equation, locals=symbols)
 
     def latex(self, index: Optional[int] = None) -> str:
         """The chosen equation (or ``equations_[index]``) as LaTeX."""
@@ -299,3 +352,42 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):  # type: ignore[misc,val
         if entry["latex"] is None:
             raise ValueError(f"`{entry['program']}` is not one arithmetic expression")
         return entry["latex"]
+
+
+class _Names:
+    """Puts the columns' names back into what the engine wrote with `x{i}`."""
+
+    def __init__(self, names: Sequence[str]):
+        self.names = list(names)
+
+    def text(self, s: Optional[str]) -> Optional[str]:
+        if s is None:
+            return None
+        return _INSIDE.sub(lambda m: self.names[int(m.group(1))], s)
+
+    def latex(self, s: Optional[str]) -> Optional[str]:
+        if s is None:
+            return None
+
+        def name(m: "re.Match[str]") -> str:
+            n = self.names[int(m.group(1))]
+            if re.fullmatch(r"[A-Za-z]\d*", n):
+                return n[0] + (f"_{{{n[1:]}}}" if n[1:] else "")
+            escaped = re.sub(r"([_#$%&{}\\^~])", r"\\\1", n)
+            return rf"\mathrm{{{escaped}}}"
+
+        return _INSIDE_LATEX.sub(name, s)
+
+
+def _nothing_found(report: dict, budget: dict) -> str:
+    """Why a search's front is empty, and what to change."""
+    summary = report["summary"]
+    n = summary["calibrations"]
+    if n == 0:
+        setting = "calibrations" if "calibrations" in budget else "seconds"
+        return f"the search finished no calibration within its budget: raise `{setting}`"
+    return (
+        f"none of the {n} calibrations had a finite loss: the data may be too large or too "
+        "small for double precision (rescale X and y), or the operators unsuited to it "
+        "(`unary`, `binary`)"
+    )

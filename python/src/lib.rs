@@ -17,6 +17,7 @@ use pyo3::types::{PyDict, PyFloat, PyInt};
 use std::path::Path;
 use std::sync::Mutex;
 
+mod interrupt;
 mod shard;
 
 create_exception!(
@@ -517,14 +518,15 @@ impl Program {
     }
 }
 
-/// Reads a scene: `text` is RON (a `.scene.ron` file's text) or JSON (a scene as a dict).
+/// Reads a scene: `text` is RON (a `.scene.ron` file's text) or JSON (a scene as a dict); either
+/// way with the checks and messages of `ndvm fit` and `ndvm search`.
 pub(crate) fn scene_of(text: &str, json: bool) -> Result<ndvm_components::scene::Scene, String> {
+    use ndvm_components::scene::Scene;
     if json {
-        let scene: ndvm_components::scene::Scene =
-            serde_json::from_str(text).map_err(|e| format!("scene: {e}"))?;
-        Ok(scene)
+        let scene: Scene = serde_json::from_str(text).map_err(|e| format!("scene: {e}"))?;
+        scene.checked().map_err(|e| format!("scene: {e}"))
     } else {
-        ndvm_components::scene::Scene::from_ron(text).map_err(|e| e.to_string())
+        Scene::from_ron(text).map_err(|e| e.to_string())
     }
 }
 
@@ -553,7 +555,7 @@ fn fit_json(
     }
     let scene = scene_of(scene, json).map_err(input_err)?;
     let base = Path::new(base).to_path_buf();
-    let out = py.detach(move || -> Result<String, String> {
+    let out = interrupt::interruptible(py, move |flag| -> Result<String, String> {
         let (mut members, warnings) =
             ndvm_systems::population::build(&scene, &base).map_err(|e| e.to_string())?;
         if let (Some(k), Some(n)) = (shard, num_shards) {
@@ -561,13 +563,14 @@ fn fit_json(
         }
         let options = FitOptions {
             threads,
+            interrupted: Some(flag),
             ..FitOptions::default()
         };
         let mut fit = Fit::with_members(&scene, members, &options).map_err(|e| e.to_string())?;
         let mut report = fit.run(|_| {});
         report.warnings = warnings;
         Ok(ndvm_systems::report::to_json(&report, None, 0))
-    });
+    })?;
     out.map_err(input_err)
 }
 
@@ -656,17 +659,18 @@ fn search_json(
     }
     let scene = scene_of(scene, json).map_err(input_err)?;
     let base = Path::new(base).to_path_buf();
-    let out = py.detach(move || -> Result<String, String> {
+    let out = interrupt::interruptible(py, move |flag| -> Result<String, String> {
         let options = SearchOptions {
             threads,
             calibrations,
             seconds,
+            interrupted: Some(flag),
             ..SearchOptions::default()
         };
         let mut search = Search::new(&scene, &base, &options).map_err(|e| e.to_string())?;
         let report = search.run(|_| {});
         serde_json::to_string_pretty(&report).map_err(|e| e.to_string())
-    });
+    })?;
     out.map_err(input_err)
 }
 

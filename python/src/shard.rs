@@ -1,15 +1,21 @@
 //! A search in shards, for `ndvm.ray.search` and `ndvm.search_sharded`: the plan, one task and
 //! the merge, each taking and giving JSON text so that a task travels to any worker
-//! (`ndvm_systems::search::shard`).
+//! (`ndvm_systems::search::shard`). A merged search's log streams into its output folder, as
+//! `ndvm search --out` writes it (`ndvm_systems::folder`), or nowhere: never into memory.
 
+use crate::interrupt::interruptible;
 use crate::{input_err, scene_of};
+use ndvm_systems::folder::Folder;
 use ndvm_systems::search::SearchOptions;
 use ndvm_systems::search::local::run_local;
-use ndvm_systems::search::log::LogWriter;
+use ndvm_systems::search::log::{LOG_FILES, LogWriter};
 use ndvm_systems::search::merge::{Merged, merge};
+use ndvm_systems::search::report::RESULT_FILES;
 use ndvm_systems::search::shard::{Plan, ShardOutput, ShardTask, run_task};
 use pyo3::prelude::*;
+use std::io::Write;
 use std::path::Path;
+use std::sync::Arc;
 
 fn parse<T: serde::de::DeserializeOwned>(what: &str, text: &str) -> PyResult<T> {
     serde_json::from_str(text).map_err(|e| input_err(format!("not a {what}: {e}")))
@@ -77,9 +83,10 @@ pub fn search_shard(
     text(&out.map_err(input_err)?)
 }
 
-/// Merges the outputs of every task into what `ndvm search --out` writes: (file name, text)
-/// for `search.json`, `frontier.csv`, `frontier.svg`, `calibrations.jsonl`, `programs.jsonl`.
+/// Merges the outputs of every task (refused unless they are every task's) and returns the
+/// results JSON; with `out`, the folder gets what `ndvm search --out` writes.
 #[pyfunction]
+#[pyo3(signature = (scene, json, title, plan, outputs, out=None))]
 pub fn search_merge(
     py: Python<'_>,
     scene: &str,
@@ -87,26 +94,31 @@ pub fn search_merge(
     title: &str,
     plan: &str,
     outputs: Vec<String>,
-) -> PyResult<Vec<(String, String)>> {
+    out: Option<&str>,
+) -> PyResult<String> {
     let scene = scene_of(scene, json).map_err(input_err)?;
     let plan: Plan = parse("search plan", plan)?;
     let outputs = outputs
         .iter()
         .map(|o| parse("shard output", o))
         .collect::<PyResult<Vec<ShardOutput>>>()?;
+    let folder = claim(out, title)?;
     let title = title.to_string();
-    py.detach(move || -> Result<_, String> {
-        let mut log = LogWriter::new(Vec::new(), Vec::new());
+    py.detach(move || {
+        let mut log = log_of(folder.as_ref());
         let merged = merge(&scene, &plan, None, outputs, &mut log).map_err(|e| e.to_string())?;
-        Ok(files(&merged, &title, log))
+        finish(&merged, &title, folder.as_deref())
     })
     .map_err(input_err)
 }
 
 /// Runs a whole plan here, each epoch's shards at once on `threads` workers (else one per core;
-/// `ndvm search --shards`), and merges it: the files of [`search_merge`].
+/// `ndvm search --shards`), merges it and returns the results JSON; with `out`, the folder gets
+/// what `ndvm search --out` writes. Ctrl-C stops it after its round, the files written, and
+/// raises `KeyboardInterrupt`.
 #[pyfunction]
-#[pyo3(signature = (scene, base, json, title, plan, threads=None))]
+#[pyo3(signature = (scene, base, json, title, plan, threads=None, out=None))]
+#[allow(clippy::too_many_arguments)]
 pub fn search_local(
     py: Python<'_>,
     scene: &str,
@@ -115,32 +127,63 @@ pub fn search_local(
     title: &str,
     plan: &str,
     threads: Option<usize>,
-) -> PyResult<Vec<(String, String)>> {
+    out: Option<&str>,
+) -> PyResult<String> {
     let scene = scene_of(scene, json).map_err(input_err)?;
     let plan: Plan = parse("search plan", plan)?;
     let base = Path::new(base).to_path_buf();
+    let folder = claim(out, title)?;
     let title = title.to_string();
-    py.detach(move || -> Result<_, String> {
+    interruptible(py, move |flag| {
         let options = SearchOptions {
             threads,
+            interrupted: Some(flag),
             ..SearchOptions::default()
         };
-        let mut log = LogWriter::new(Vec::new(), Vec::new());
+        let mut log = log_of(folder.as_ref());
         let merged =
             run_local(&scene, &base, &options, &plan, &mut log).map_err(|e| e.to_string())?;
-        Ok(files(&merged, &title, log))
-    })
+        finish(&merged, &title, folder.as_deref())
+    })?
     .map_err(input_err)
 }
 
-/// A merged search, its log written in memory, as the files `ndvm search --out` writes.
-fn files(merged: &Merged, title: &str, log: LogWriter<Vec<u8>>) -> Vec<(String, String)> {
-    let mut files: Vec<(String, String)> = (merged.report.files(title).into_iter())
-        .map(|(f, t)| (f.to_string(), t))
-        .collect();
-    // JSON lines are UTF-8.
-    let text = |b: Vec<u8>| String::from_utf8(b).unwrap_or_default();
-    files.push(("calibrations.jsonl".into(), text(log.calibrations)));
-    files.push(("programs.jsonl".into(), text(log.programs)));
-    files
+/// The output folder `out`, claimed ([`Folder::claim`]).
+fn claim(out: Option<&str>, title: &str) -> PyResult<Option<Arc<Folder>>> {
+    let Some(out) = out else {
+        return Ok(None);
+    };
+    let holder = format!("Python, search of {title}");
+    let folder = Folder::claim(Path::new(out), &LOG_FILES, &RESULT_FILES, &holder)
+        .map_err(|e| input_err(e.to_string()))?;
+    Ok(Some(Arc::new(folder)))
+}
+
+/// The log: into the folder, else nowhere.
+fn log_of(folder: Option<&Arc<Folder>>) -> LogWriter<Box<dyn Write + Send>> {
+    match folder {
+        Some(f) => {
+            let LogWriter {
+                calibrations,
+                programs,
+                ..
+            } = f.log();
+            LogWriter::new(Box::new(calibrations), Box::new(programs))
+        }
+        None => LogWriter::new(Box::new(std::io::sink()), Box::new(std::io::sink())),
+    }
+}
+
+/// The results JSON, the folder's result files written after its log.
+fn finish(merged: &Merged, title: &str, folder: Option<&Folder>) -> Result<String, String> {
+    if let Some(folder) = folder {
+        if let Some(e) = &merged.log_error {
+            return Err(format!("cannot write the calibration log: {e}"));
+        }
+        let files = RESULT_FILES
+            .iter()
+            .map(|&name| (name, merged.report.file(name, title).unwrap_or_default()));
+        folder.write_results(files)?;
+    }
+    Ok(merged.report.to_json())
 }

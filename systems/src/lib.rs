@@ -19,13 +19,16 @@
 //! | [`loss`], [`optim`] | losses over lane axes; Adam, SGD, Levenberg–Marquardt, L-BFGS |
 //! | [`report`] | results, the ranked table, standard errors, plots |
 //! | [`search`] | the co-search loop: proposers, admission, the frontier, the calibration log |
+//! | [`folder`], [`exit`] | an output folder that is always whole; leaving at once on a second signal |
 //!
 //! Parallelism lives inside the replay, walk, backward, merge-masks and optimize systems (rayon
 //! over entities); the work for one entity is sequential, so results do not depend on the
 //! thread count.
 
 pub mod device;
+pub mod exit;
 pub mod fit;
+pub mod folder;
 pub mod homes;
 pub mod loss;
 pub mod machine;

@@ -116,6 +116,7 @@ fn one_shard_in_one_epoch_is_the_plain_search() {
             log.write(r, at).expect("in memory");
         }
     });
+    log.flush().expect("in memory");
     let plain = Run {
         merged: Merged {
             report,
@@ -312,4 +313,110 @@ fn an_interrupted_sharded_search_stops_after_its_round_and_merges_what_ran() {
     let lines = text(log.calibrations).lines().count() as u64;
     assert_eq!(lines, merged.report.summary.calibrations);
     assert!(lines < 300);
+}
+
+/// Outputs of every task of `plan` (run here, one thread, records kept).
+fn all_outputs(scene: &Scene, plan: &Plan) -> Vec<ShardOutput> {
+    let mut outputs = Vec::new();
+    for epoch in 0..plan.epochs {
+        for task in plan.tasks(epoch, &outputs) {
+            outputs.push(run_task(scene, &scenes(), &options(1), &task).expect("runs"));
+        }
+    }
+    outputs
+}
+
+#[test]
+fn a_merge_refuses_a_set_that_is_not_whole_naming_what_is_missing_or_extra() {
+    let scene = scene();
+    let plan = Plan::new(&scene, 3, Some(2), Some(120), None, None).expect("plan");
+    let outputs = all_outputs(&scene, &plan);
+    assert_eq!(outputs.len(), 6);
+    let whole = merged(&scene, &plan, outputs.clone()).expect("whole");
+    assert_eq!(whole.merged.report.summary.calibrations, 120);
+    let refused = |set: Vec<ShardOutput>, want: &str| {
+        let Err(e) = merged(&scene, &plan, set) else {
+            panic!("merged without {want}")
+        };
+        assert!(e.to_string().contains(want), "{e}");
+    };
+    let without = |i: usize| {
+        let mut set = outputs.clone();
+        set.remove(i);
+        set
+    };
+    refused(without(1), "shard 1 of epoch 0 is missing");
+    refused(without(5), "shard 2 of epoch 1 is missing");
+    refused(outputs[..3].to_vec(), "epoch 1 is missing");
+    refused(Vec::new(), "every shard's output is missing");
+    let mut stray = outputs.clone();
+    stray[2].task.shard = 9;
+    refused(stray, "shard 9 of 3 in epoch 0 is not part of this plan");
+    // A retried task's second output is merged once, and the order they come in is free.
+    let mut twice = outputs.clone();
+    twice.push(outputs[4].clone());
+    twice.reverse();
+    let again = merged(&scene, &plan, twice).expect("whole");
+    assert_eq!(again.calibrations, whole.calibrations);
+}
+
+#[test]
+fn migrants_per_task_are_bounded_and_tasks_past_the_time_budget_are_skipped() {
+    use ndvm_systems::search::shard::{MAX_TASKS, MIGRANT_POOL};
+    let scene = scene();
+    // Every task of a large round starts from at most the pool, whatever the shard count.
+    let plan = Plan::new(&scene, 40, Some(2), Some(40 * 2 * 2), None, Some(4)).expect("plan");
+    let mut earlier = Vec::new();
+    for task in plan.tasks(0, &[]) {
+        let mut out = ShardOutput::skipped(task);
+        out.best = (0..4)
+            .map(|k| format!("(* a {} x)", out.task.shard * 4 + k))
+            .collect();
+        earlier.push(out);
+    }
+    let tasks = plan.tasks(1, &earlier);
+    assert!(tasks.iter().all(|t| t.migrants.len() == MIGRANT_POOL));
+    // Shard k starts from the shards after it: shard 39's first migrant is shard 0's first.
+    assert_eq!(tasks[39].migrants[0], "(* a 0 x)");
+    assert_eq!(tasks[0].migrants[0], "(* a 4 x)");
+    // Few enough, every shard gets every shard's, in shard order.
+    let small = Plan::new(&scene, 3, Some(2), Some(12), None, Some(4)).expect("plan");
+    let few = small.tasks(
+        1,
+        &earlier[..3]
+            .iter()
+            .map(|o| {
+                let mut o = o.clone();
+                o.task.shards = 3;
+                o
+            })
+            .collect::<Vec<_>>(),
+    );
+    assert!(
+        few.iter()
+            .all(|t| t.migrants.len() == 12 && t.migrants[0] == "(* a 0 x)")
+    );
+    // Tasks are bounded as shards and epochs are.
+    let too_many = Plan::new(&scene, 4096, Some(17), Some(1), None, None);
+    assert!(too_many.is_err_and(|e| e.to_string().contains(&MAX_TASKS.to_string())));
+    // A budget far below the tasks' set-up: tasks past it never start, and the run says so.
+    let plan = Plan::new(&scene, 512, Some(4), None, Some(0.05), None).expect("plan");
+    let mut log = LogWriter::new(Vec::new(), Vec::new());
+    let began = std::time::Instant::now();
+    let merged = run_local(&scene, &scenes(), &options(1), &plan, &mut log).expect("runs");
+    let wall = began.elapsed().as_secs_f64();
+    assert_eq!(merged.report.summary.stopped_by, "seconds");
+    assert!(
+        merged
+            .report
+            .warnings
+            .iter()
+            .any(|w| w.contains("shard tasks could start")),
+        "{:?}",
+        merged.report.warnings
+    );
+    // Skipped tasks cost nothing; one task set up past the deadline at most (docs: slack).
+    assert!(wall < 5.0, "{wall} s for a 0.05 s budget");
+    let lines = text(log.calibrations).lines().count() as u64;
+    assert_eq!(lines, merged.report.summary.calibrations);
 }

@@ -37,16 +37,31 @@ fn scene_error(e: &SceneError, path: &Path, text: &str) -> String {
 
 /// Where `ndvm fit` and `ndvm search` write when neither a flag nor the scene says:
 /// `ndvm-out/<scene>/` in the working folder (`ndvm-out/` is in the repository's `.gitignore`),
-/// `<scene>` the scene file's name without `.scene.ron`.
+/// `<scene>` the scene file's name without `.scene.ron` (or `.ron`), its bytes kept as they
+/// are. A name that would leave `ndvm-out/` or share a folder with another (empty, `.`, `..`)
+/// gets a `_` before it, as does one that already starts with `_`: distinct names, distinct
+/// folders.
 pub fn default_out(scene: &Path) -> PathBuf {
-    let name = scene
-        .file_name()
-        .map_or_else(|| "scene".to_string(), |n| n.to_string_lossy().into_owned());
-    let stem = name
-        .strip_suffix(".scene.ron")
-        .or_else(|| name.strip_suffix(".ron"))
-        .unwrap_or(&name);
-    Path::new(DEFAULT_OUT).join(stem)
+    let name = scene.file_name().unwrap_or(scene.as_os_str());
+    let bytes = name.as_encoded_bytes();
+    let stem = (bytes.strip_suffix(b".scene.ron"))
+        .or_else(|| bytes.strip_suffix(b".ron"))
+        .unwrap_or(bytes);
+    let plain = !matches!(stem, b"" | b"." | b"..") && !stem.starts_with(b"_");
+    let mut folder = if plain { Vec::new() } else { b"_".to_vec() };
+    folder.extend_from_slice(stem);
+    Path::new(DEFAULT_OUT).join(os_string(folder))
+}
+
+/// Bytes of an `OsStr` (cut at an ASCII boundary) back as a name.
+#[cfg(unix)]
+fn os_string(bytes: Vec<u8>) -> std::ffi::OsString {
+    std::os::unix::ffi::OsStringExt::from_vec(bytes)
+}
+
+#[cfg(not(unix))]
+fn os_string(bytes: Vec<u8>) -> std::ffi::OsString {
+    String::from_utf8_lossy(&bytes).into_owned().into()
 }
 
 /// The folder [`default_out`] writes under.
@@ -82,46 +97,52 @@ pub fn check_writable(path: &Path) -> Result<(), Failure> {
         .map_err(|e| Failure::Usage(format!("cannot write {}: {e}", path.display())))
 }
 
-/// Fails when `path` exists and is not a regular file: an output replaces only a regular file,
-/// never a symbolic link (whose target it would write), a device, a FIFO or a folder.
+/// Fails when `path` exists and is not a regular file ([`ndvm_systems::folder::check_replaceable`]).
 pub fn check_replaceable(path: &Path) -> Result<(), Failure> {
-    match std::fs::symlink_metadata(path) {
-        Ok(m) if !m.file_type().is_file() => {
-            let what = if m.file_type().is_symlink() {
-                "a symbolic link"
-            } else if m.is_dir() {
-                "a folder"
-            } else {
-                "not a regular file (a device, a FIFO or a socket)"
-            };
-            Err(Failure::Usage(format!(
-                "cannot write {}: it is {what}; outputs replace only regular files",
-                path.display()
-            )))
-        }
-        _ => Ok(()),
-    }
+    ndvm_systems::folder::check_replaceable(path).map_err(Failure::Usage)
 }
 
-/// Writes `bytes` to a temporary file beside `path`, then renames it over `path`: an interrupted
-/// write never leaves a half-written file, nor destroys the previous one. Only a regular file is
-/// replaced ([`check_replaceable`]).
+/// Writes `bytes` whole: a temporary file renamed over `path`
+/// ([`ndvm_systems::folder::write_atomically`]).
 pub fn write_atomically(path: &Path, bytes: impl AsRef<[u8]>) -> Result<(), Failure> {
-    check_replaceable(path)?;
-    let fail = |e: std::io::Error| Failure::Usage(format!("cannot write {}: {e}", path.display()));
-    let name = path
-        .file_name()
-        .map_or_else(|| "out".to_string(), |n| n.to_string_lossy().into_owned());
-    let tmp = path.with_file_name(format!(".{name}.{}.tmp", std::process::id()));
-    let written = (|| {
-        use std::io::Write;
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(bytes.as_ref())?;
-        f.sync_all()
-    })();
-    if let Err(e) = written.and_then(|()| std::fs::rename(&tmp, path)) {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(fail(e));
+    ndvm_systems::folder::write_atomically(path, bytes).map_err(Failure::Usage)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_folders_stay_inside_ndvm_out_and_differ_per_name() {
+        let of = |name: &str| default_out(Path::new(name));
+        assert_eq!(of("scenes/decay.scene.ron"), Path::new("ndvm-out/decay"));
+        assert_eq!(of("decay.ron"), Path::new("ndvm-out/decay"));
+        assert_eq!(of("notes"), Path::new("ndvm-out/notes"));
+        // Every folder is one plain name inside `ndvm-out/`: never `..`, `.` or empty.
+        let cases = [
+            ("...scene.ron", "_.."),
+            ("...ron", "_.."),
+            ("..", "_.."),
+            (".scene.ron", "_"),
+            (".ron", "_"),
+            (".", "_."),
+            ("_", "__"),
+            ("_..", "__.."),
+            ("__", "___"),
+            ("a/", "a"),
+        ];
+        for (name, want) in cases {
+            assert_eq!(of(name), Path::new("ndvm-out").join(want), "{name}");
+        }
     }
-    Ok(())
+
+    #[cfg(unix)]
+    #[test]
+    fn names_that_are_not_utf8_keep_their_bytes() {
+        use std::os::unix::ffi::OsStrExt;
+        let a = default_out(Path::new(std::ffi::OsStr::from_bytes(b"s\xff.scene.ron")));
+        let b = default_out(Path::new(std::ffi::OsStr::from_bytes(b"s\xfe.scene.ron")));
+        assert_ne!(a, b);
+        assert_eq!(a.file_name().map(|n| n.as_bytes()), Some(&b"s\xff"[..]));
+    }
 }

@@ -1,5 +1,5 @@
 //! Ctrl-C and SIGTERM: the long commands (fit, profile, search) stop cleanly and write what
-//! they finished.
+//! they finished; a second signal exits at once, leaving whole files ([`ndvm_systems::exit`]).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -11,7 +11,7 @@ pub fn interrupt_flag() -> Arc<AtomicBool> {
     // Only one handler per process; if one is set already, the fit simply cannot be interrupted.
     let _ = ctrlc::set_handler(move || {
         if seen.swap(true, Ordering::Relaxed) {
-            std::process::exit(130);
+            ndvm_systems::exit::now(130);
         }
     });
     flag

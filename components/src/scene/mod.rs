@@ -362,6 +362,14 @@ impl Scene {
         Ok(scene)
     }
 
+    /// The checks [`Scene::from_ron`] makes once a scene is parsed, for a scene read another way
+    /// (a Python dict as JSON): the same messages, without a location.
+    pub fn checked(self) -> Result<Scene, String> {
+        self.check().map_err(|e| e.message)?;
+        self.check_parameter_names().map_err(|e| e.message)?;
+        Ok(self)
+    }
+
     /// Every `init` and `bounds` key names a declared parameter (the scene's, or an inline
     /// candidate's own).
     fn check_parameter_names(&self) -> Result<(), crate::parameter_names::UnknownKey> {

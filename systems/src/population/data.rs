@@ -168,6 +168,13 @@ fn csv_columns(
         }
         y.push(row_values[wanted.len()]);
     }
+    if y.is_empty() && !dropped_rows.is_empty() {
+        return Err(fail(format!(
+            "every one of its {} data rows has a value that is not finite (NaN or ±inf) in a \
+             bound column, and such rows are skipped: nothing is left to fit",
+            dropped_rows.len()
+        )));
+    }
     if y.is_empty() {
         return Err(fail("no data rows".into()));
     }

@@ -47,6 +47,10 @@ pub const ADJUSTED: &str = "ln(max(training loss, floor)) + k ln(n)/n for k fitt
     and n training points (BIC per point; floor: 1e-10 x the variance of the training targets) \
     in least-squares searches, else the training loss";
 /// What complexity counts, as the results name it.
+/// Lowest and highest training loss the front's plot draws (others are drawn at these).
+const LOSS_FLOOR: f64 = 1e-300;
+const LOSS_CEILING: f64 = 1e300;
+
 pub const COMPLEXITY: &str = "atoms of the skeleton: operators, inputs, parameters and literals";
 
 /// The law behind a scene's synthetic data: its program and the names of its constants.
@@ -336,14 +340,15 @@ impl FrontReport {
         use plotters::prelude::*;
         let root = SVGBackend::with_string(svg, (800, 480)).into_drawing_area();
         root.fill(&WHITE)?;
+        // Losses are drawn within [1e-300, 1e300]: a log axis over the whole f64 range (a loss
+        // of 1e308 padded to infinity) has no finite ticks, and plotters then never returns.
         let points: Vec<(f64, f64)> = self
             .entries
             .iter()
             .map(|e| {
-                (
-                    e.complexity as f64,
-                    e.record.train_loss.max(f64::MIN_POSITIVE),
-                )
+                let loss = e.record.train_loss;
+                let loss = if loss.is_nan() { LOSS_CEILING } else { loss };
+                (e.complexity as f64, loss.clamp(LOSS_FLOOR, LOSS_CEILING))
             })
             .collect();
         let (c_hi, l_lo, l_hi) = points.iter().fold(
@@ -357,6 +362,7 @@ impl FrontReport {
         } else {
             (1e-3, 1.0)
         };
+        let (l_lo, l_hi) = (l_lo.max(LOSS_FLOOR / 10.0), l_hi.min(LOSS_CEILING * 10.0));
         let mut chart = ChartBuilder::on(&root)
             .caption(title, ("sans-serif", 20))
             .margin(12)
@@ -540,5 +546,30 @@ mod tests {
         assert_eq!(shape(&f), vec![(7, 0.88e-4)]);
         let want = (0.88e-4f64).ln() + 3.0 * 30f64.ln() / 30.0;
         assert!((f.adjusted(&offset) - want).abs() < 1e-12);
+    }
+
+    #[test]
+    fn the_plot_of_an_extreme_front_returns_with_finite_axes() {
+        // A loss near f64::MAX once sent the log axis's ticks into a loop that never ended.
+        for losses in [
+            vec![1e308],
+            vec![f64::MIN_POSITIVE, 1e308],
+            vec![0.0, f64::INFINITY],
+        ] {
+            let mut f = Front::new(None);
+            for (i, &l) in losses.iter().enumerate() {
+                let src = format!("(* a {})", "(+ x x)".repeat(i));
+                f.offer(&rec(i as u64, &src, &src, l));
+            }
+            let front = FrontReport::build(&f, None, true);
+            assert!(!front.entries.is_empty(), "{losses:?}");
+            let (tx, rx) = std::sync::mpsc::channel();
+            std::thread::spawn(move || tx.send(front.svg("extreme")).ok());
+            let svg = rx
+                .recv_timeout(std::time::Duration::from_secs(60))
+                .expect("the plot returns");
+            assert!(svg.contains("Pareto front"), "{losses:?}: {svg}");
+            assert!(!svg.contains("NaN") && !svg.contains("inf"), "{losses:?}");
+        }
     }
 }

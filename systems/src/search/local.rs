@@ -15,7 +15,7 @@ use super::log::LogWriter;
 use super::merge::{Merged, Merger, Records};
 use super::record::Record;
 use super::shard::{Plan, ShardOutput, ShardTask, run_task_with};
-use super::spill::{Spill, Spilled};
+use super::spill::{Spilled, Spills};
 use super::{SearchError, SearchOptions};
 use ndvm_components::scene::Scene;
 use std::collections::BTreeMap;
@@ -64,19 +64,25 @@ pub fn run_local_with<W: Write + Send>(
         .unwrap_or(cores)
         .min(cores);
     let interrupted = || (options.interrupted.as_ref()).is_some_and(|f| f.load(Ordering::Relaxed));
+    // A time budget is the run's: no task starts after it (each costs its set-up).
+    let deadline = (plan.seconds).map(|s| began + std::time::Duration::from_secs_f64(s));
+    let spent = || deadline.is_some_and(|d| Instant::now() >= d);
+    let skipped = AtomicUsize::new(0);
     // The merge's decoding and formatting run on the run's own workers once a round's shards
     // are done.
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(threads)
         .build()
         .map_err(|e| SearchError::Setting(format!("cannot start {threads} threads: {e}")))?;
+    // The spills' folder: an unusable `TMPDIR` is found before anything is written.
+    let spills = Spills::new().map_err(|e| SearchError::Setting(e.to_string()))?;
     let mut merger = Merger::new(scene, plan, options.precision, log)?;
     // The parts merged so far (their records taken out): the next epoch's tasks come from them.
     let mut outputs: Vec<ShardOutput> = Vec::new();
     let mut task_seconds = Vec::new();
     for epoch in 0..plan.epochs {
-        // Ctrl-C ends the search with the rounds run so far.
-        if epoch > 0 && interrupted() {
+        // Ctrl-C, or the time budget spent, ends the search with the rounds run so far.
+        if epoch > 0 && (interrupted() || spent()) {
             break;
         }
         let mut tasks = plan.tasks(epoch, &outputs);
@@ -93,8 +99,14 @@ pub fn run_local_with<W: Write + Send>(
         };
         // A task's records go to disk as it runs.
         let run = |task: &ShardTask| -> Result<Done, SearchError> {
+            if spent() {
+                skipped.fetch_add(1, Ordering::Relaxed);
+                return Ok((ShardOutput::skipped(task.clone()), None, 0.0));
+            }
             let began = Instant::now();
-            let mut spill = Spill::new().map_err(|e| SearchError::Setting(e.to_string()))?;
+            let mut spill = spills
+                .spill()
+                .map_err(|e| SearchError::Setting(e.to_string()))?;
             let out = run_task_with(scene, base, &per_task, task, |r, elapsed_s| {
                 on_calibrated(r);
                 spill.push(r, elapsed_s);
@@ -102,7 +114,7 @@ pub fn run_local_with<W: Write + Send>(
             let records = spill
                 .finish()
                 .map_err(|e| SearchError::Setting(e.to_string()))?;
-            Ok((out, records, began.elapsed().as_secs_f64()))
+            Ok((out, Some(records), began.elapsed().as_secs_f64()))
         };
         // Each part is merged once the ones before it are and a worker is idle ([`in_turn`]);
         // the first that failed (in task order) is the error.
@@ -116,7 +128,9 @@ pub fn run_local_with<W: Write + Send>(
                 task_seconds.push(secs);
                 // Its records are on disk (`records` is empty): small to keep.
                 outputs.push(out.clone());
-                merger.push(out, Records::Spilled(records))
+                let records =
+                    records.map_or(Records::Held(Vec::new().into_iter()), Records::Spilled);
+                merger.push(out, records)
             });
             failed = merged.err();
         };
@@ -131,7 +145,9 @@ pub fn run_local_with<W: Write + Send>(
                 let done = run(task);
                 // After an error no later task starts.
                 let last = done.is_err() || i + 1 == tasks.len();
-                records += done.as_ref().map_or(0, |(_, spilled, _)| spilled.len());
+                records += (done.as_ref().ok())
+                    .and_then(|(_, spilled, _)| spilled.as_ref())
+                    .map_or(0, Spilled::len);
                 due.push(done);
                 if records >= MERGE_EVERY || last {
                     pool.install(|| due.drain(..).for_each(|done| merge(done, true)));
@@ -158,6 +174,19 @@ pub fn run_local_with<W: Write + Send>(
         }
     }
     let mut merged = merger.finish()?;
+    let skipped = skipped.into_inner();
+    if skipped > 0 {
+        let ran = task_seconds.iter().filter(|&&s| s > 0.0).count().max(1);
+        let each = task_seconds.iter().sum::<f64>() / ran as f64;
+        merged.report.warnings.push(format!(
+            "the time budget ({} s) ended before {skipped} of {} shard tasks could start (each \
+             ran about {:.0} ms, set-up included): fewer shards leave more of it to search",
+            plan.seconds.unwrap_or_default(),
+            plan.shards * plan.epochs as usize,
+            each * 1e3
+        ));
+        merged.report.summary.warnings += 1;
+    }
     for (t, secs) in merged.tasks.iter_mut().zip(task_seconds) {
         t.seconds = secs;
     }
@@ -173,8 +202,9 @@ pub fn run_local_with<W: Write + Send>(
 /// With one worker, parts are merged once they hold this many records between them.
 const MERGE_EVERY: u64 = 4096;
 
-/// A finished task: its output, its records on disk and its wall seconds.
-type Done = (ShardOutput, Spilled, f64);
+/// A finished task: its output, its records on disk (none for a task the time budget skipped)
+/// and its wall seconds.
+type Done = (ShardOutput, Option<Spilled>, f64);
 
 /// Runs `tasks` on `workers` threads of their own, each taking the next task as it finishes one,
 /// and hands the results to `merge` on this thread in task order, with whether tasks are still

@@ -23,6 +23,9 @@ use std::collections::BTreeMap;
 use std::collections::HashMap;
 use std::hash::{DefaultHasher, Hash, Hasher};
 
+/// The log's files, in the order [`LogWriter::new`] takes them.
+pub const LOG_FILES: [&str; 2] = ["calibrations.jsonl", "programs.jsonl"];
+
 /// Program numbers by source text. Keyed by a 128-bit hash of the source (two independent
 /// 64-bit hashes), so memory stays at 24 bytes per distinct program whatever its length.
 #[derive(Clone, Debug, Default)]
@@ -133,19 +136,30 @@ impl Record {
 
 /// Writes the log as it streams: a record's line of `calibrations.jsonl`, and before the first
 /// record that names a program, that program's line of `programs.jsonl`.
+///
+/// Lines wait in memory and go out in batches ([`FLUSH_AT`] bytes of calibrations), whole, the
+/// programs' before the calibrations': a calibration line is never on disk before the program
+/// it names, whenever the process is killed. Write to unbuffered files (the batches are the
+/// buffer). The fields hold what has gone out ([`LogWriter::flush`] sends the rest).
 #[derive(Debug)]
 pub struct LogWriter<W: std::io::Write> {
     pub calibrations: W,
     pub programs: W,
+    /// Lines not sent yet: (calibrations, programs).
+    waiting: (Vec<u8>, Vec<u8>),
     /// Programs written so far (they are numbered in order of first appearance).
     written: u64,
 }
+
+/// Bytes of calibration lines a [`LogWriter`] gathers before it writes them.
+pub const FLUSH_AT: usize = 1 << 16;
 
 impl<W: std::io::Write> LogWriter<W> {
     pub fn new(calibrations: W, programs: W) -> Self {
         LogWriter {
             calibrations,
             programs,
+            waiting: (Vec::new(), Vec::new()),
             written: 0,
         }
     }
@@ -164,23 +178,131 @@ impl<W: std::io::Write> LogWriter<W> {
         elapsed_s: f64,
         first: bool,
     ) -> std::io::Result<()> {
+        use std::io::Write;
+        let (calibrations, programs) = &mut self.waiting;
         if first {
-            let line = serde_json::to_string(&record.program_line()).unwrap_or_default();
-            writeln!(self.programs, "{line}")?;
+            // Serializing these plain structs cannot fail.
+            let _ = serde_json::to_writer(&mut *programs, &record.program_line());
+            programs.push(b'\n');
         }
-        let line = serde_json::to_string(&record.log_line(elapsed_s)).unwrap_or_default();
-        writeln!(self.calibrations, "{line}")
+        let _ = serde_json::to_writer(&mut *calibrations, &record.log_line(elapsed_s));
+        calibrations.write_all(b"\n")?;
+        self.send_when_full()
     }
 
+    /// Whole lines formatted elsewhere ([`LogWriter::into_lines`]): `programs` are the programs
+    /// the `calibrations` name first.
+    pub fn write_lines(&mut self, calibrations: &[u8], programs: &[u8]) -> std::io::Result<()> {
+        self.waiting.0.extend_from_slice(calibrations);
+        self.waiting.1.extend_from_slice(programs);
+        self.send_when_full()
+    }
+
+    fn send_when_full(&mut self) -> std::io::Result<()> {
+        if self.waiting.0.len() >= FLUSH_AT {
+            self.send()?;
+        }
+        Ok(())
+    }
+
+    /// Sends the waiting lines: the programs' (flushed), then the calibrations', as one write
+    /// each that a second Ctrl-C lets end ([`crate::exit::writing`]).
+    fn send(&mut self) -> std::io::Result<()> {
+        let (calibrations, programs) = &mut self.waiting;
+        let _writing = crate::exit::writing();
+        if !programs.is_empty() {
+            self.programs.write_all(programs)?;
+            self.programs.flush()?;
+            programs.clear();
+        }
+        if !calibrations.is_empty() {
+            self.calibrations.write_all(calibrations)?;
+            self.calibrations.flush()?;
+            calibrations.clear();
+        }
+        Ok(())
+    }
+
+    /// Sends every waiting line.
     pub fn flush(&mut self) -> std::io::Result<()> {
-        self.programs.flush()?;
-        self.calibrations.flush()
+        self.send()
+    }
+}
+
+impl LogWriter<Vec<u8>> {
+    /// The lines written to memory, as (calibrations, programs): a log formatted apart and
+    /// handed to [`LogWriter::write_lines`].
+    pub fn into_lines(mut self) -> (Vec<u8>, Vec<u8>) {
+        // Writing to memory cannot fail.
+        let _ = self.send();
+        (self.calibrations, self.programs)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_calibration_never_goes_out_before_its_program() {
+        use std::sync::{Arc, Mutex};
+        /// The program lines out so far, shared with the calibrations' writer.
+        type Out = Arc<Mutex<Vec<u8>>>;
+        struct ProgramFile(Out);
+        impl std::io::Write for ProgramFile {
+            fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+                self.0.lock().expect("not poisoned").extend_from_slice(b);
+                Ok(b.len())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        /// Checks, at each write, that every program its lines name is out already.
+        struct Calibrations(Out);
+        impl std::io::Write for Calibrations {
+            fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+                let out = (self.0.lock().expect("not poisoned"))
+                    .iter()
+                    .filter(|&&c| c == b'\n')
+                    .count();
+                for line in std::str::from_utf8(b).expect("UTF-8").lines() {
+                    let v: serde_json::Value = serde_json::from_str(line).expect("whole lines");
+                    let named = v["program"].as_u64().expect("a number") as usize;
+                    assert!(named < out, "calibration names program {named}, {out} out");
+                }
+                Ok(b.len())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let out: Out = Arc::default();
+        let mut log = LogWriter::new(
+            Box::new(Calibrations(out.clone())) as Box<dyn std::io::Write>,
+            Box::new(ProgramFile(out.clone())),
+        );
+        let mut numbers = Programs::default();
+        for i in 0..5000u64 {
+            let src = format!("(* a {})", i % 700);
+            let mut r = Record::sample(i, &src, "(* P 1)", 1.0);
+            r.program = numbers.id(&src);
+            log.write(&r, 0.0).expect("written");
+            // Nothing goes out line by line.
+            if i == 0 {
+                assert!(out.lock().expect("not poisoned").is_empty());
+            }
+        }
+        log.flush().expect("flushed");
+        assert_eq!(
+            out.lock()
+                .expect("not poisoned")
+                .iter()
+                .filter(|&&c| c == b'\n')
+                .count(),
+            700
+        );
+    }
 
     #[test]
     fn programs_are_numbered_by_first_appearance() {

@@ -177,6 +177,8 @@ fn merge_sized<W: Write>(
     parts.sort_by_key(|(o, _)| (o.task.epoch, o.task.shard));
     parts.dedup_by_key(|(o, _)| (o.task.epoch, o.task.shard));
     let mut merger = Merger::sized(scene, plan, precision, log, sizes)?;
+    // A set that is not whole is refused before a line is written.
+    check_whole(plan, &parts.iter().map(|(o, _)| o).collect::<Vec<_>>())?;
     for (o, records) in parts {
         merger.push(o, records)?;
     }
@@ -238,6 +240,7 @@ impl<'a, W: Write> Merger<'a, W> {
                 plan.shards, plan.epochs
             )));
         }
+        super::shard::check_tasks(plan.shards, plan.epochs)?;
         Ok(Merger {
             scene,
             plan,
@@ -262,7 +265,10 @@ impl<'a, W: Write> Merger<'a, W> {
     pub fn push(&mut self, o: ShardOutput, mut records: Records) -> Result<(), SearchError> {
         let (plan, spec) = (self.plan, self.scene.search.as_ref());
         let spec = spec.ok_or(SearchError::NotASearch)?;
-        if o.task.shards != plan.shards || o.task.epoch >= plan.epochs {
+        if o.task.shards != plan.shards
+            || o.task.epoch >= plan.epochs
+            || o.task.shard >= plan.shards
+        {
             return Err(SearchError::Setting(format!(
                 "output of shard {} of {} in epoch {} is not part of this plan ({} shards, {} epochs)",
                 o.task.shard, o.task.shards, o.task.epoch, plan.shards, plan.epochs
@@ -273,6 +279,14 @@ impl<'a, W: Write> Merger<'a, W> {
         if self.outputs.last().is_some_and(|last| key(last) >= key(&o)) {
             return Err(SearchError::Setting(format!(
                 "shard {} of epoch {} merged out of order",
+                o.task.shard, o.task.epoch
+            )));
+        }
+        let (epoch, shard) = self.next();
+        if key(&o) != (epoch, shard) {
+            return Err(SearchError::Setting(format!(
+                "shard {shard} of epoch {epoch} is missing: every shard of an epoch is merged \
+                 before the next epoch's (given shard {} of epoch {})",
                 o.task.shard, o.task.epoch
             )));
         }
@@ -297,8 +311,15 @@ impl<'a, W: Write> Merger<'a, W> {
         Ok(())
     }
 
-    /// The merged search: its report, its log flushed.
+    /// The part due next: (epoch, shard).
+    fn next(&self) -> (u32, usize) {
+        next_part(self.plan, self.outputs.last())
+    }
+
+    /// The merged search: its report, its log flushed. An error unless every part was merged
+    /// (or every part of the epochs before an interrupt or the end of the time budget).
     pub fn finish(self) -> Result<Merged, SearchError> {
+        check_whole(self.plan, &self.outputs.iter().collect::<Vec<_>>())?;
         let Merger {
             scene,
             plan,
@@ -382,6 +403,74 @@ impl<'a, W: Write> Merger<'a, W> {
             times,
         })
     }
+}
+
+/// The part due after `last` (in (epoch, shard) order): (epoch, shard).
+fn next_part(plan: &Plan, last: Option<&ShardOutput>) -> (u32, usize) {
+    match last {
+        None => (0, 0),
+        Some(o) if o.task.shard + 1 < plan.shards => (o.task.epoch, o.task.shard + 1),
+        Some(o) => (o.task.epoch + 1, 0),
+    }
+}
+
+/// An error unless `parts` (in (epoch, shard) order, each once) are every part of `plan`, or
+/// every part of the epochs before a stop (an interrupt, or the time budget spent before the
+/// next epoch could start), each named in the error.
+fn check_whole(plan: &Plan, parts: &[&ShardOutput]) -> Result<(), SearchError> {
+    let given = || {
+        format!(
+            "a plan of {} shards × {} epochs is merged whole ({} of {} parts given)",
+            plan.shards,
+            plan.epochs,
+            parts.len(),
+            plan.shards.saturating_mul(plan.epochs as usize)
+        )
+    };
+    let missing = |what: String| Err(SearchError::Setting(format!("{what} missing: {}", given())));
+    let mut last = None;
+    for &o in parts {
+        if o.task.shards != plan.shards
+            || o.task.shard >= plan.shards
+            || o.task.epoch >= plan.epochs
+        {
+            return Err(SearchError::Setting(format!(
+                "output of shard {} of {} in epoch {} is not part of this plan: {}",
+                o.task.shard,
+                o.task.shards,
+                o.task.epoch,
+                given()
+            )));
+        }
+        let (epoch, shard) = next_part(plan, last);
+        if (o.task.epoch, o.task.shard) != (epoch, shard) {
+            return missing(format!("shard {shard} of epoch {epoch} is"));
+        }
+        last = Some(o);
+    }
+    let Some(_) = last else {
+        return missing("every shard's output is".into());
+    };
+    let (epoch, shard) = next_part(plan, last);
+    if shard != 0 {
+        let end = plan.shards - 1;
+        return missing(if shard == end {
+            format!("shard {shard} of epoch {epoch} is")
+        } else {
+            format!("shards {shard} to {end} of epoch {epoch} are")
+        });
+    }
+    let stopped =
+        (parts.iter()).any(|o| matches!(o.stopped_by.as_str(), "interrupted" | "seconds"));
+    if epoch < plan.epochs && !stopped {
+        let end = plan.epochs - 1;
+        return missing(if epoch == end {
+            format!("epoch {epoch} is")
+        } else {
+            format!("epochs {epoch} to {end} are")
+        });
+    }
+    Ok(())
 }
 
 /// The merge's serial part: numbering, the tally and the frontier, record by record in order.
@@ -489,7 +578,7 @@ impl<W: Write> Lines<'_, W> {
                 // Writing to memory cannot fail.
                 let _ = log.write_line(r, *at, *first);
             }
-            (log.calibrations, log.programs)
+            log.into_lines()
         };
         let blocks: Vec<(Vec<u8>, Vec<u8>)> = if sizes.parallel {
             let blocks = records.into_par_iter().chunks(sizes.block.max(1));
@@ -499,9 +588,7 @@ impl<W: Write> Lines<'_, W> {
         };
         let began = times.lap(began, true);
         for (calibrations, programs) in blocks {
-            let written = (self.log.programs.write_all(&programs))
-                .and_then(|()| self.log.calibrations.write_all(&calibrations));
-            if let Err(e) = written {
+            if let Err(e) = self.log.write_lines(&calibrations, &programs) {
                 self.error = Some(e);
                 break;
             }

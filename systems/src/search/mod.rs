@@ -273,7 +273,7 @@ impl Search {
         if in_flight > ndvm_components::limits::LANES_IN_FLIGHT {
             return Err(SearchError::Setting(format!(
                 "window {} × {} draws × {points} training points = {in_flight} lanes in flight, \
-                 over the limit of {}: lower `window` or `draws`",
+                 over the limit of {}: lower `window` or `draws` (or use fewer data points)",
                 spec.window,
                 c.draws,
                 ndvm_components::limits::LANES_IN_FLIGHT

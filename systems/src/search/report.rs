@@ -43,6 +43,10 @@ pub(crate) struct Parts<'a> {
 }
 
 /// A finished search.
+/// The files a search writes beside its log, in the order it writes them: the results first,
+/// the views of them after.
+pub const RESULT_FILES: [&str; 4] = ["search.json", "frontier.csv", "frontier.svg", "front.svg"];
+
 #[derive(Clone, Debug, Serialize)]
 pub struct SearchReport {
     pub summary: Summary,
@@ -273,11 +277,18 @@ impl SearchReport {
         .unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
     }
 
-    /// The result files beside the log, as `ndvm search --out` writes them: `search.json`,
-    /// `frontier.csv`, `frontier.svg` and `front.svg` (titled by `scene`, the scene file's
-    /// name).
-    pub fn files(&self, scene: &str) -> [(&'static str, String); 4] {
-        let name = if self.by_r2() {
+    /// The [`RESULT_FILES`] beside the log, as `ndvm search --out` writes them (the plots
+    /// titled by `scene`, the scene file's name).
+    pub fn files(&self, scene: &str) -> Vec<(&'static str, String)> {
+        RESULT_FILES
+            .iter()
+            .map(|&name| (name, self.file(name, scene).unwrap_or_default()))
+            .collect()
+    }
+
+    /// One of the [`RESULT_FILES`] (`None` for another name); `scene` names the plots.
+    pub fn file(&self, name: &str, scene: &str) -> Option<String> {
+        let best = if self.by_r2() {
             "best_held_out_R2"
         } else {
             "best_train_loss"
@@ -285,19 +296,16 @@ impl SearchReport {
         let threshold = match self.summary.protocol.success {
             Success::HeldOutR2(t) | Success::TrainLoss(t) => t,
         };
-        let title = format!("{scene} — {} calibrations", self.summary.calibrations);
-        [
-            ("search.json", self.to_json()),
-            ("frontier.csv", self.frontier.csv(name)),
-            (
-                "frontier.svg",
-                self.frontier.svg(&title, name, Some(threshold)),
-            ),
-            (
-                "front.svg",
-                self.front.svg(&format!("{scene} — Pareto front")),
-            ),
-        ]
+        Some(match name {
+            "search.json" => self.to_json(),
+            "frontier.csv" => self.frontier.csv(best),
+            "frontier.svg" => {
+                let title = format!("{scene} — {} calibrations", self.summary.calibrations);
+                self.frontier.svg(&title, best, Some(threshold))
+            }
+            "front.svg" => self.front.svg(&format!("{scene} — Pareto front")),
+            _ => return None,
+        })
     }
 
     /// Whether the search ranks by held-out R² (else by training loss).

@@ -34,6 +34,12 @@ pub const DEFAULT_EPOCHS: u32 = 4;
 pub const DEFAULT_MIGRANTS: usize = 4;
 /// Most shards or epochs a plan takes.
 pub const MAX_PARTS: usize = 4096;
+/// Most tasks (shards × epochs) a plan takes.
+pub const MAX_TASKS: usize = 65_536;
+/// Most migrants a task starts from: every shard's when they are no more, else those of the
+/// shards after it (in a ring), so that a round's tasks hold a fixed number each, not every
+/// shard's (memory that grew with the square of the shard count).
+pub const MIGRANT_POOL: usize = 64;
 /// The version of what travels between a cluster's driver and its workers (tasks, and outputs,
 /// which carry their task): raised when a field is added or changes meaning. A task or output
 /// of another version is refused ([`ShardTask::check_wire`]): a cluster that mixed builds
@@ -122,6 +128,18 @@ pub fn deal<T>(items: Vec<T>, shard: usize, shards: usize) -> Vec<T> {
         .collect()
 }
 
+/// An error unless `shards × epochs` is at most [`MAX_TASKS`].
+pub fn check_tasks(shards: usize, epochs: u32) -> Result<(), SearchError> {
+    if shards.saturating_mul(epochs as usize) <= MAX_TASKS {
+        return Ok(());
+    }
+    Err(SearchError::Setting(format!(
+        "{shards} shards × {epochs} epochs is {} tasks; at most {MAX_TASKS}: fewer shards or \
+         fewer epochs",
+        shards.saturating_mul(epochs as usize)
+    )))
+}
+
 /// `total` cut into `parts` near-equal shares; share `k`.
 fn share(total: u64, parts: u64, k: u64) -> u64 {
     let at = |i: u64| (u128::from(total) * u128::from(i) / u128::from(parts.max(1))) as u64;
@@ -159,6 +177,7 @@ impl Plan {
         if !(1..=MAX_PARTS as u32).contains(&epochs) {
             return Err(bad("the epoch count", epochs as usize));
         }
+        check_tasks(shards, epochs)?;
         let (seconds, calibrations) = match (seconds, calibrations) {
             (None, None) => (spec.budget.seconds, spec.budget.calibrations),
             given => given,
@@ -188,55 +207,79 @@ impl Plan {
             .calibrations
             .map(|c| share(c, epochs, u64::from(epoch)));
         let earlier = distinct(earlier);
-        let migrants = self.migrants_after(epoch, &earlier);
+        // Per shard: proposals its earlier epochs calibrated, per proposer.
+        let mut resume: Vec<Vec<u64>> = vec![Vec::new(); self.shards];
+        for o in earlier.iter().filter(|o| o.task.epoch < epoch) {
+            let Some(r) = resume.get_mut(o.task.shard) else {
+                continue;
+            };
+            r.resize(r.len().max(o.proposers.len()), 0);
+            for (r, p) in r.iter_mut().zip(&o.proposers) {
+                *r += p.candidates;
+            }
+        }
+        let sent = self.sent_after(epoch, &earlier);
+        let pooled = sent.iter().map(|s| s.len()).sum::<usize>() <= MIGRANT_POOL;
+        let everyone = if pooled {
+            migrants_of(&sent, 0)
+        } else {
+            Vec::new()
+        };
         (0..self.shards)
-            .map(|shard| {
-                let mut resume: Vec<u64> = Vec::new();
-                for o in earlier
-                    .iter()
-                    .filter(|o| o.task.shard == shard && o.task.epoch < epoch)
-                {
-                    resume.resize(resume.len().max(o.proposers.len()), 0);
-                    for (r, p) in resume.iter_mut().zip(&o.proposers) {
-                        *r += p.candidates;
-                    }
-                }
-                ShardTask {
-                    shard,
-                    shards: self.shards,
-                    epoch,
-                    calibrations: budget.map(|b| share(b, self.shards as u64, shard as u64)),
-                    seconds: self.seconds.map(|s| s / self.epochs as f64),
-                    migrants: migrants.clone(),
-                    resume,
-                    // The last epoch's best programs go nowhere.
-                    sends: if epoch + 1 < self.epochs {
-                        self.migrants
-                    } else {
-                        0
-                    },
-                    wire: WIRE,
-                }
+            .zip(resume)
+            .map(|(shard, resume)| ShardTask {
+                shard,
+                shards: self.shards,
+                epoch,
+                calibrations: budget.map(|b| share(b, self.shards as u64, shard as u64)),
+                seconds: self.seconds.map(|s| s / self.epochs as f64),
+                migrants: if pooled {
+                    everyone.clone()
+                } else {
+                    migrants_of(&sent, (shard + 1) % self.shards)
+                },
+                resume,
+                // The last epoch's best programs go nowhere.
+                sends: if epoch + 1 < self.epochs {
+                    self.migrants
+                } else {
+                    0
+                },
+                wire: WIRE,
             })
             .collect()
     }
 
-    /// The best programs (one per skeleton) of each shard's epoch `epoch − 1`, in shard order,
-    /// each once.
-    fn migrants_after(&self, epoch: u32, earlier: &[&ShardOutput]) -> Vec<String> {
-        let Some(last) = epoch.checked_sub(1) else {
-            return Vec::new();
-        };
-        let mut out: Vec<String> = Vec::new();
-        for o in earlier.iter().filter(|o| o.task.epoch == last) {
-            for src in &o.best {
-                if !out.contains(src) {
-                    out.push(src.clone());
+    /// Per shard, the best programs (one per skeleton) its epoch `epoch − 1` sent.
+    fn sent_after<'o>(&self, epoch: u32, earlier: &[&'o ShardOutput]) -> Vec<&'o [String]> {
+        let mut sent: Vec<&[String]> = vec![&[]; self.shards];
+        if let Some(last) = epoch.checked_sub(1) {
+            for o in earlier.iter().filter(|o| o.task.epoch == last) {
+                if let Some(s) = sent.get_mut(o.task.shard) {
+                    *s = &o.best;
                 }
             }
         }
-        out
+        sent
     }
+}
+
+/// The programs `sent` by each shard, from shard `first` on around the ring, each once, at most
+/// [`MIGRANT_POOL`].
+fn migrants_of(sent: &[&[String]], first: usize) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let n = sent.len();
+    'ring: for k in 0..n {
+        for src in sent[(first + k) % n] {
+            if out.len() == MIGRANT_POOL {
+                break 'ring;
+            }
+            if !out.contains(src) {
+                out.push(src.clone());
+            }
+        }
+    }
+    out
 }
 
 /// What a shard's task gives back: its calibrations and counts, for [`super::merge`].
@@ -260,6 +303,28 @@ pub struct ShardOutput {
     /// aside): the next epoch's migrants.
     #[serde(default)]
     pub best: Vec<String>,
+}
+
+impl ShardOutput {
+    /// The output of a task that never started: the time budget ran out before it could
+    /// (`stopped_by` "seconds", nothing calibrated).
+    pub fn skipped(task: ShardTask) -> ShardOutput {
+        ShardOutput {
+            task,
+            records: Vec::new(),
+            proposers: Vec::new(),
+            warnings: Vec::new(),
+            warning_count: 0,
+            stopped_by: "seconds".into(),
+            unfinished: 0,
+            wall_s: 0.0,
+            threads: 0,
+            device: WireDevice::default(),
+            search_loop: LoopTimes::default(),
+            front_penalty: None,
+            best: Vec::new(),
+        }
+    }
 }
 
 /// Runs one task: the scene's search as shard `task.shard` of `task.shards` in `task.epoch`.
@@ -410,7 +475,7 @@ impl WireRecord {
 }
 
 /// [`DeviceUsed`] as a shard sends it.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct WireDevice {
     pub kind: String,
     pub adapter: Option<String>,

@@ -33,6 +33,34 @@ pub struct Spill {
     error: Option<std::io::Error>,
 }
 
+/// The folder in `TMPDIR` a run's spills go into, removed with them when it is dropped — or by
+/// a second Ctrl-C, which exits at once ([`crate::exit`]).
+#[derive(Debug)]
+pub struct Spills {
+    dir: tempfile::TempDir,
+    _registered: crate::exit::Temporary,
+}
+
+impl Spills {
+    /// A new folder for a run's spills (the first sign that `TMPDIR` is unusable, before the
+    /// run has written anything).
+    pub fn new() -> std::io::Result<Spills> {
+        let dir = (tempfile::Builder::new().prefix("ndvm-shards-"))
+            .tempdir()
+            .map_err(|e| failed("keep", e))?;
+        let registered = crate::exit::temporary(dir.path().to_path_buf());
+        Ok(Spills {
+            dir,
+            _registered: registered,
+        })
+    }
+
+    /// A new spill in this folder.
+    pub fn spill(&self) -> std::io::Result<Spill> {
+        Spill::new_in(self.dir.path())
+    }
+}
+
 /// A finished shard's records on disk, read back in order.
 #[derive(Debug)]
 pub struct Spilled {
@@ -54,10 +82,15 @@ fn failed(what: &str, e: impl std::fmt::Display) -> std::io::Error {
 }
 
 impl Spill {
-    /// An empty spill in a new temporary file.
+    /// An empty spill in a new temporary file in `TMPDIR`.
     pub fn new() -> std::io::Result<Spill> {
+        Spill::new_in(&std::env::temp_dir())
+    }
+
+    /// An empty spill in a new temporary file in `dir` ([`Spills`]).
+    pub fn new_in(dir: &std::path::Path) -> std::io::Result<Spill> {
         let file = (tempfile::Builder::new().prefix("ndvm-shard-"))
-            .tempfile()
+            .tempfile_in(dir)
             .map_err(|e| failed("keep", e))?;
         Ok(Spill {
             file: BufWriter::with_capacity(1 << 16, file),

@@ -2,26 +2,28 @@
 //!
 //! A live status line on standard error (hidden off a terminal), warnings as they come, and at
 //! the end a summary and the best skeletons (or the results JSON with `--json`). Into its output
-//! folder (`--out DIR`, the scene's `search.out`, else `ndvm-out/<scene>/`) it streams the
-//! calibration log (`calibrations.jsonl`, with each program once in `programs.jsonl`) and
-//! writes the results (`search.json`), the frontier (`frontier.csv`) and its plot
-//! (`frontier.svg`). Ctrl-C or SIGTERM stops the search and writes what was found (exit status
-//! 130). With `--shards N` the search runs as N shards at once, one to a worker, merged when they
+//! folder (`--out DIR`, the scene's `search.out`, else `ndvm-out/<scene>/`; claimed by one run at
+//! a time: `ndvm_systems::folder`) it streams the calibration log (`calibrations.jsonl`, with
+//! each program once in `programs.jsonl`) and writes the results (`search.json`), the frontier
+//! (`frontier.csv`) and the plots (`frontier.svg`, `front.svg`). Ctrl-C or SIGTERM stops the
+//! search and writes what was found (exit status 130); a second one exits at once, the files
+//! whole. With `--shards N` the search runs as N shards at once, one to a worker, merged when they
 //! end (docs/search.md, "Shards").
 
 use crate::Failure;
-use crate::files::{create_folder, default_out, read_scene, write_atomically};
+use crate::files::{default_out, read_scene};
 use crate::interrupt::interrupt_flag;
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use ndvm_components::scene::Precision;
+use ndvm_systems::folder::{Folder, FolderError, LogFile};
 use ndvm_systems::search::local::run_local_with;
-use ndvm_systems::search::log::LogWriter;
+use ndvm_systems::search::log::{LOG_FILES, LogWriter};
+use ndvm_systems::search::report::RESULT_FILES;
 use ndvm_systems::search::shard::Plan;
 use ndvm_systems::search::{Event, Record, Search, SearchOptions, SearchReport};
-use std::fs::File;
-use std::io::BufWriter;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{SyncSender, sync_channel};
 use std::thread::JoinHandle;
@@ -125,8 +127,10 @@ pub fn search(args: SearchArgs) -> Result<(), Failure> {
             })?)
         }
     };
-    // Open the log before any work, so a long search cannot end with nowhere to go.
-    let log = open_log(&out)?;
+    // Claim the folder before any work, so a long search cannot end with nowhere to go; it
+    // changes only once the search has begun.
+    let folder = claim(&out, &args.scene)?;
+    let log = folder.log();
     let interrupted = interrupt_flag();
     let options = SearchOptions {
         threads: args.threads,
@@ -140,7 +144,7 @@ pub fn search(args: SearchArgs) -> Result<(), Failure> {
         ..SearchOptions::default()
     };
     if let Some(plan) = plan {
-        return sharded(&args, &scene, &base, options, (plan, log, &out));
+        return sharded(&args, &scene, &base, options, (plan, log, &folder));
     }
     let mut search = Search::new(&scene, &base, &options).map_err(|e| {
         say!("error: {}: {e}", args.scene.display());
@@ -188,7 +192,7 @@ pub fn search(args: SearchArgs) -> Result<(), Failure> {
     let wrote = log.finish().map_err(|e| {
         say!("error: could not write the calibration log: {e}");
     });
-    finish(&args, &report, &out, wrote.is_ok(), &interrupted)
+    finish(&args, &report, &folder, wrote.is_ok(), &interrupted)
 }
 
 /// `--shards N`: the plan's shards run at once on the workers ([`run_local_with`]), then the
@@ -198,7 +202,7 @@ fn sharded(
     scene: &ndvm_components::scene::Scene,
     base: &Path,
     options: SearchOptions,
-    (plan, mut log, out): (Plan, Log, &Path),
+    (plan, mut log, folder): (Plan, Log, &Folder),
 ) -> Result<(), Failure> {
     let bar = match plan.calibrations {
         Some(n) => ProgressBar::new(n),
@@ -227,18 +231,24 @@ fn sharded(
         say!("error: could not write the calibration log: {e}");
     }
     let interrupted = options.interrupted.unwrap_or_default();
-    finish(args, report, out, merged.log_error.is_none(), &interrupted)
+    finish(
+        args,
+        report,
+        folder,
+        merged.log_error.is_none(),
+        &interrupted,
+    )
 }
 
 /// Writes the results and frontier, prints the summary (or the JSON) and picks the exit status.
 fn finish(
     args: &SearchArgs,
     report: &SearchReport,
-    out: &Path,
+    folder: &Folder,
     log_written: bool,
     interrupted: &AtomicBool,
 ) -> Result<(), Failure> {
-    let failed_write = !log_written | write_outputs(out, report, &args.scene).is_err();
+    let failed_write = !log_written | write_outputs(folder, report, &args.scene).is_err();
     if args.json {
         crate::output::print(&report.to_json())?;
     } else {
@@ -251,11 +261,19 @@ fn finish(
             text += "\n";
             text += &report.table(args.top);
         }
-        text += &format!(
-            "\nlog, results and frontier in {}/ (calibrations.jsonl, programs.jsonl, \
-             search.json, frontier.csv, frontier.svg, front.svg)\n",
-            out.display()
-        );
+        text += &if failed_write {
+            format!(
+                "\nthe files in {}/ are incomplete (the error above)\n",
+                folder.dir().display()
+            )
+        } else {
+            format!(
+                "\nlog, results and frontier in {}/ ({}, {})\n",
+                folder.dir().display(),
+                LOG_FILES.join(", "),
+                RESULT_FILES.join(", ")
+            )
+        };
         crate::output::print(text.trim_end())?;
     }
     if interrupted.load(Ordering::Relaxed) {
@@ -271,7 +289,7 @@ fn finish(
 
 /// The streamed log: `calibrations.jsonl`, and `programs.jsonl` with each program's source
 /// once, written before the first calibration that names it (`ndvm_systems::search::log`).
-type Log = LogWriter<BufWriter<File>>;
+type Log = LogWriter<LogFile>;
 
 /// The calibration log, written as the search goes: inline, or on a thread of its own when the
 /// search has four workers or more — the search then hands each record over and goes on, since
@@ -332,34 +350,27 @@ impl Logger {
     }
 }
 
-fn open_log(dir: &Path) -> Result<Log, Failure> {
-    create_folder(dir)?;
-    let open = |name: &str| {
-        let path = dir.join(name);
-        crate::files::check_replaceable(&path)?;
-        File::create(&path)
-            .map(BufWriter::new)
-            .map_err(|e| Failure::Usage(format!("cannot write {}: {e}", path.display())))
-    };
-    Ok(LogWriter::new(
-        open("calibrations.jsonl")?,
-        open("programs.jsonl")?,
-    ))
+/// Claims the output folder (`ndvm_systems::folder`): a folder another run holds, or an output
+/// that is not a regular file, is a usage error (exit 2) before any work.
+fn claim(dir: &Path, scene: &Path) -> Result<Arc<Folder>, Failure> {
+    let holder = format!("`ndvm search {}`", scene.display());
+    match Folder::claim(dir, &LOG_FILES, &RESULT_FILES, &holder) {
+        Ok(folder) => Ok(Arc::new(folder)),
+        Err(e @ (FolderError::Busy { .. } | FolderError::Unusable(_))) => {
+            Err(Failure::Usage(e.to_string()))
+        }
+    }
 }
 
-fn write_outputs(dir: &Path, report: &SearchReport, scene: &Path) -> Result<(), ()> {
+/// The results, each whole, `search.json` first; the first that fails is reported.
+fn write_outputs(folder: &Folder, report: &SearchReport, scene: &Path) -> Result<(), ()> {
     let scene = scene
         .file_name()
         .map_or_else(String::new, |s| s.to_string_lossy().into_owned());
-    let mut ok = true;
-    for (file, text) in report.files(&scene) {
-        let path = dir.join(file);
-        if let Err(Failure::Usage(e)) = write_atomically(&path, &text) {
-            say!("error: {e}");
-            ok = false;
-        }
-    }
-    if ok { Ok(()) } else { Err(()) }
+    let files = RESULT_FILES
+        .iter()
+        .map(|&name| (name, report.file(name, &scene).unwrap_or_default()));
+    folder.write_results(files).map_err(|e| say!("error: {e}"))
 }
 
 /// A bar over the budget (seconds or calibrations) with the search's figures as its message.
