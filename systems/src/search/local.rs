@@ -174,15 +174,17 @@ pub fn run_local_with<W: Write + Send>(
         }
     }
     let mut merged = merger.finish()?;
-    let skipped = skipped.into_inner();
-    if skipped > 0 {
-        let ran = task_seconds.iter().filter(|&&s| s > 0.0).count().max(1);
-        let each = task_seconds.iter().sum::<f64>() / ran as f64;
+    // Tasks the budget left unstarted: skipped in their round, or in rounds never begun.
+    let ran = task_seconds.iter().filter(|&&s| s > 0.0).count();
+    let total = plan.shards * plan.epochs as usize;
+    if skipped.into_inner() > 0 || (spent() && !interrupted() && ran < total) {
+        let each = task_seconds.iter().sum::<f64>() / ran.max(1) as f64;
         merged.report.warnings.push(format!(
-            "the time budget ({} s) ended before {skipped} of {} shard tasks could start (each \
-             ran about {:.0} ms, set-up included): fewer shards leave more of it to search",
+            "the time budget ({} s) ended before {} of {total} shard tasks could start (each \
+             that ran took about {:.1} ms, set-up included): fewer shards leave more of it to \
+             search",
             plan.seconds.unwrap_or_default(),
-            plan.shards * plan.epochs as usize,
+            total - ran,
             each * 1e3
         ));
         merged.report.summary.warnings += 1;
