@@ -49,17 +49,17 @@ def drive(
 def drive_files(*args, **kwargs) -> dict[str, str]:
     """:func:`drive`, returning every file ``ndvm search --out`` writes, by name, as text (the
     log read back whole: for tests and small searches)."""
-    with tempfile.TemporaryDirectory(prefix="ndvm-merge-") as folder:
-        drive(*args, out=folder, **kwargs)
-        return read_files(folder)
+    return files_of(lambda folder: drive(*args, out=folder, **kwargs))
 
 
-def read_files(folder: "os.PathLike[str] | str") -> dict[str, str]:
-    """The files of a search's output folder, by name."""
+def files_of(write: Callable[[str], object]) -> dict[str, str]:
+    """The files ``write`` writes into a temporary output folder, by name, as text."""
     files = {}
-    for name in sorted(os.listdir(folder)):
-        path = os.path.join(folder, name)
-        if not name.startswith(".") and os.path.isfile(path):
-            with open(path, encoding="utf-8") as f:
-                files[name] = f.read()
+    with tempfile.TemporaryDirectory(prefix="ndvm-merge-") as folder:
+        write(folder)
+        for name in sorted(os.listdir(folder)):
+            path = os.path.join(folder, name)
+            if not name.startswith(".") and os.path.isfile(path):
+                with open(path, encoding="utf-8") as f:
+                    files[name] = f.read()
     return files

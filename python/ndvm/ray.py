@@ -39,7 +39,7 @@ except ImportError as e:  # an optional extra
     ) from e
 
 from . import Scene, _report, _scene_text, _title, fit_json, merge_results, search_shard
-from ._shards import drive, drive_files
+from ._shards import drive, files_of
 
 
 def _test_pause(kind: str, name: str) -> None:
@@ -122,6 +122,27 @@ def _epoch_runner(text, base, is_json, threads, max_retries, num_cpus):
     return run_epoch
 
 
+def _drive(scene, num_workers, threads, epochs, calibrations, seconds, migrants, base_dir,
+           max_retries, num_cpus, out) -> str:
+    """Plans, runs every epoch as Ray tasks and merges (into ``out`` if given): the results
+    JSON."""
+    if num_workers < 1:
+        raise ValueError("num_workers must be at least 1")
+    text, base, is_json = _scene_text(scene, base_dir)
+    return drive(
+        text,
+        is_json,
+        _title(scene),
+        num_workers,
+        _epoch_runner(text, base, is_json, threads, max_retries, num_cpus),
+        epochs=epochs,
+        calibrations=calibrations,
+        seconds=seconds,
+        migrants=migrants,
+        out=out,
+    )
+
+
 def search_files(
     scene: Scene,
     num_workers: int = 2,
@@ -138,19 +159,9 @@ def search_files(
     """Like :func:`search`, returning the merged files by name (``search.json``,
     ``calibrations.jsonl``, ``programs.jsonl``, ``frontier.csv``, ``frontier.svg``,
     ``front.svg``) as text."""
-    if num_workers < 1:
-        raise ValueError("num_workers must be at least 1")
-    text, base, is_json = _scene_text(scene, base_dir)
-    return drive_files(
-        text,
-        is_json,
-        _title(scene),
-        num_workers,
-        _epoch_runner(text, base, is_json, threads, max_retries, num_cpus),
-        epochs=epochs,
-        calibrations=calibrations,
-        seconds=seconds,
-        migrants=migrants,
+    return files_of(
+        lambda folder: _drive(scene, num_workers, threads, epochs, calibrations, seconds,
+                              migrants, base_dir, max_retries, num_cpus, folder)
     )
 
 
@@ -180,22 +191,9 @@ def search(
     the same output, and the merge keeps one output per shard and epoch. ``threads`` is each
     task's engine thread count and ``num_cpus`` what Ray reserves for it.
     """
-    if num_workers < 1:
-        raise ValueError("num_workers must be at least 1")
-    text, base, is_json = _scene_text(scene, base_dir)
     return _report(
-        drive(
-            text,
-            is_json,
-            _title(scene),
-            num_workers,
-            _epoch_runner(text, base, is_json, threads, max_retries, num_cpus),
-            epochs=epochs,
-            calibrations=calibrations,
-            seconds=seconds,
-            migrants=migrants,
-            out=out,
-        )
+        _drive(scene, num_workers, threads, epochs, calibrations, seconds, migrants,
+               base_dir, max_retries, num_cpus, out)
     )
 
 

@@ -180,10 +180,7 @@ fn finish(merged: &Merged, title: &str, folder: Option<&Folder>) -> Result<Strin
         if let Some(e) = &merged.log_error {
             return Err(format!("cannot write the calibration log: {e}"));
         }
-        let files = RESULT_FILES
-            .iter()
-            .map(|&name| (name, merged.report.file(name, title).unwrap_or_default()));
-        folder.write_results(files)?;
+        folder.write_results(merged.report.files(title))?;
     }
     Ok(merged.report.to_json())
 }

@@ -46,11 +46,11 @@ pub const CRITERION: &str = "score: the largest drop in adjusted loss per unit o
 pub const ADJUSTED: &str = "ln(max(training loss, floor)) + k ln(n)/n for k fitted constants \
     and n training points (BIC per point; floor: 1e-10 x the variance of the training targets) \
     in least-squares searches, else the training loss";
-/// What complexity counts, as the results name it.
 /// Lowest and highest training loss the front's plot draws (others are drawn at these).
 const LOSS_FLOOR: f64 = 1e-300;
 const LOSS_CEILING: f64 = 1e300;
 
+/// What complexity counts, as the results name it.
 pub const COMPLEXITY: &str = "atoms of the skeleton: operators, inputs, parameters and literals";
 
 /// The law behind a scene's synthetic data: its program and the names of its constants.

@@ -178,7 +178,11 @@ fn merge_sized<W: Write>(
     parts.dedup_by_key(|(o, _)| (o.task.epoch, o.task.shard));
     let mut merger = Merger::sized(scene, plan, precision, log, sizes)?;
     // A set that is not whole is refused before a line is written.
-    check_whole(plan, &parts.iter().map(|(o, _)| o).collect::<Vec<_>>())?;
+    let outputs: Vec<&ShardOutput> = parts.iter().map(|(o, _)| o).collect();
+    for (i, o) in outputs.iter().enumerate() {
+        check_next(plan, i.checked_sub(1).map(|j| outputs[j]), o)?;
+    }
+    check_end(plan, &outputs)?;
     for (o, records) in parts {
         merger.push(o, records)?;
     }
@@ -265,31 +269,8 @@ impl<'a, W: Write> Merger<'a, W> {
     pub fn push(&mut self, o: ShardOutput, mut records: Records) -> Result<(), SearchError> {
         let (plan, spec) = (self.plan, self.scene.search.as_ref());
         let spec = spec.ok_or(SearchError::NotASearch)?;
-        if o.task.shards != plan.shards
-            || o.task.epoch >= plan.epochs
-            || o.task.shard >= plan.shards
-        {
-            return Err(SearchError::Setting(format!(
-                "output of shard {} of {} in epoch {} is not part of this plan ({} shards, {} epochs)",
-                o.task.shard, o.task.shards, o.task.epoch, plan.shards, plan.epochs
-            )));
-        }
+        check_next(plan, self.outputs.last(), &o)?;
         o.task.check_wire()?;
-        let key = |o: &ShardOutput| (o.task.epoch, o.task.shard);
-        if self.outputs.last().is_some_and(|last| key(last) >= key(&o)) {
-            return Err(SearchError::Setting(format!(
-                "shard {} of epoch {} merged out of order",
-                o.task.shard, o.task.epoch
-            )));
-        }
-        let (epoch, shard) = self.next();
-        if key(&o) != (epoch, shard) {
-            return Err(SearchError::Setting(format!(
-                "shard {shard} of epoch {epoch} is missing: every shard of an epoch is merged \
-                 before the next epoch's (given shard {} of epoch {})",
-                o.task.shard, o.task.epoch
-            )));
-        }
         let epoch = o.task.epoch as usize;
         // An epoch starts when the slowest shard of the one before has ended.
         let start: f64 = self.slowest[..epoch].iter().sum();
@@ -311,15 +292,11 @@ impl<'a, W: Write> Merger<'a, W> {
         Ok(())
     }
 
-    /// The part due next: (epoch, shard).
-    fn next(&self) -> (u32, usize) {
-        next_part(self.plan, self.outputs.last())
-    }
-
     /// The merged search: its report, its log flushed. An error unless every part was merged
     /// (or every part of the epochs before an interrupt or the end of the time budget).
     pub fn finish(self) -> Result<Merged, SearchError> {
-        check_whole(self.plan, &self.outputs.iter().collect::<Vec<_>>())?;
+        // Each part was checked as it came ([`check_next`]): what is left is the end.
+        check_end(self.plan, &self.outputs.iter().collect::<Vec<_>>())?;
         let Merger {
             scene,
             plan,
@@ -414,44 +391,55 @@ fn next_part(plan: &Plan, last: Option<&ShardOutput>) -> (u32, usize) {
     }
 }
 
-/// An error unless `parts` (in (epoch, shard) order, each once) are every part of `plan`, or
-/// every part of the epochs before a stop (an interrupt, or the time budget spent before the
-/// next epoch could start), each named in the error.
-fn check_whole(plan: &Plan, parts: &[&ShardOutput]) -> Result<(), SearchError> {
-    let given = || {
-        format!(
-            "a plan of {} shards × {} epochs is merged whole ({} of {} parts given)",
-            plan.shards,
-            plan.epochs,
-            parts.len(),
-            plan.shards.saturating_mul(plan.epochs as usize)
-        )
-    };
-    let missing = |what: String| Err(SearchError::Setting(format!("{what} missing: {}", given())));
-    let mut last = None;
-    for &o in parts {
-        if o.task.shards != plan.shards
-            || o.task.shard >= plan.shards
-            || o.task.epoch >= plan.epochs
-        {
-            return Err(SearchError::Setting(format!(
-                "output of shard {} of {} in epoch {} is not part of this plan: {}",
-                o.task.shard,
-                o.task.shards,
-                o.task.epoch,
-                given()
-            )));
-        }
-        let (epoch, shard) = next_part(plan, last);
-        if (o.task.epoch, o.task.shard) != (epoch, shard) {
-            return missing(format!("shard {shard} of epoch {epoch} is"));
-        }
-        last = Some(o);
+/// How a plan's parts stand, for an error: "a plan of S shards × E epochs … (n of N given)".
+fn given(plan: &Plan, n: usize) -> String {
+    format!(
+        "a plan of {} shards × {} epochs is merged whole ({n} of {} parts given)",
+        plan.shards,
+        plan.epochs,
+        plan.shards.saturating_mul(plan.epochs as usize)
+    )
+}
+
+/// An error unless `o` is part of `plan` and the part due after `last` (parts come in
+/// (epoch, shard) order, each once, an epoch's after every part of the epochs before).
+fn check_next(plan: &Plan, last: Option<&ShardOutput>, o: &ShardOutput) -> Result<(), SearchError> {
+    let t = &o.task;
+    if t.shards != plan.shards || t.shard >= plan.shards || t.epoch >= plan.epochs {
+        return Err(SearchError::Setting(format!(
+            "output of shard {} of {} in epoch {} is not part of this plan ({} shards, {} epochs)",
+            t.shard, t.shards, t.epoch, plan.shards, plan.epochs
+        )));
     }
-    let Some(_) = last else {
+    let key = |o: &ShardOutput| (o.task.epoch, o.task.shard);
+    if last.is_some_and(|last| key(last) >= key(o)) {
+        return Err(SearchError::Setting(format!(
+            "shard {} of epoch {} merged out of order",
+            t.shard, t.epoch
+        )));
+    }
+    let (epoch, shard) = next_part(plan, last);
+    if key(o) != (epoch, shard) {
+        return Err(SearchError::Setting(format!(
+            "shard {shard} of epoch {epoch} is missing (given shard {} of epoch {} after it)",
+            t.shard, t.epoch
+        )));
+    }
+    Ok(())
+}
+
+/// An error unless `parts` (each checked by [`check_next`]) end a plan: its last part, or the
+/// last part of an epoch before a stop (an interrupt, or the time budget spent before the next
+/// epoch could start). What is missing is named.
+fn check_end(plan: &Plan, parts: &[&ShardOutput]) -> Result<(), SearchError> {
+    let missing = |what: String| {
+        let whole = given(plan, parts.len());
+        Err(SearchError::Setting(format!("{what} missing: {whole}")))
+    };
+    let Some(&last) = parts.last() else {
         return missing("every shard's output is".into());
     };
-    let (epoch, shard) = next_part(plan, last);
+    let (epoch, shard) = next_part(plan, Some(last));
     if shard != 0 {
         let end = plan.shards - 1;
         return missing(if shard == end {

@@ -278,12 +278,13 @@ impl SearchReport {
     }
 
     /// The [`RESULT_FILES`] beside the log, as `ndvm search --out` writes them (the plots
-    /// titled by `scene`, the scene file's name).
-    pub fn files(&self, scene: &str) -> Vec<(&'static str, String)> {
-        RESULT_FILES
-            .iter()
-            .map(|&name| (name, self.file(name, scene).unwrap_or_default()))
-            .collect()
+    /// titled by `scene`, the scene file's name), each made when it is reached: the results
+    /// are written before a plot is drawn.
+    pub fn files<'a>(
+        &'a self,
+        scene: &'a str,
+    ) -> impl Iterator<Item = (&'static str, String)> + 'a {
+        (RESULT_FILES.iter()).map(move |&name| (name, self.file(name, scene).unwrap_or_default()))
     }
 
     /// One of the [`RESULT_FILES`] (`None` for another name); `scene` names the plots.

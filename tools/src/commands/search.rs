@@ -248,7 +248,8 @@ fn finish(
     log_written: bool,
     interrupted: &AtomicBool,
 ) -> Result<(), Failure> {
-    let failed_write = !log_written | write_outputs(folder, report, &args.scene).is_err();
+    // Results that describe a log not on disk whole would disagree with it: none are written.
+    let failed_write = !log_written || write_outputs(folder, report, &args.scene).is_err();
     if args.json {
         crate::output::print(&report.to_json())?;
     } else {
@@ -367,10 +368,7 @@ fn write_outputs(folder: &Folder, report: &SearchReport, scene: &Path) -> Result
     let scene = scene
         .file_name()
         .map_or_else(String::new, |s| s.to_string_lossy().into_owned());
-    let files = RESULT_FILES
-        .iter()
-        .map(|&name| (name, report.file(name, &scene).unwrap_or_default()));
-    folder.write_results(files).map_err(|e| say!("error: {e}"))
+    (folder.write_results(report.files(&scene))).map_err(|e| say!("error: {e}"))
 }
 
 /// A bar over the budget (seconds or calibrations) with the search's figures as its message.
