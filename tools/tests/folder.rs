@@ -31,12 +31,17 @@ fn start(dir: &Path, args: &[&str], tmp: Option<&Path>) -> Child {
     c.spawn().expect("ndvm starts")
 }
 
+/// Sends SIGname to `child` (through python3, which every test machine has: `kill` may not).
 fn signal(child: &Child, name: &str) {
-    let sent = std::process::Command::new("kill")
-        .args([&format!("-{name}"), &child.id().to_string()])
+    let send = format!(
+        "import os, signal; os.kill({}, signal.SIG{name})",
+        child.id()
+    );
+    let sent = std::process::Command::new("python3")
+        .args(["-c", &send])
         .status()
-        .expect("kill runs");
-    assert!(sent.success(), "kill -{name}");
+        .expect("python3 runs");
+    assert!(sent.success(), "SIG{name}");
 }
 
 /// Waits up to `limit` for `child` to end: its exit status (killed and a failure past it).
