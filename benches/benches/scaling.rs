@@ -49,12 +49,12 @@ use ndvm_benches::feynman;
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 use ndvm_components::scene::{Device, Scene};
+use ndvm_search::log::LogWriter;
+use ndvm_search::shards::Plan;
+use ndvm_search::shards::local::run_local;
+use ndvm_search::shards::merge::TaskTimes;
+use ndvm_search::{LoopTimes, Search, SearchOptions};
 use ndvm_systems::prelude::*;
-use ndvm_systems::search::local::run_local;
-use ndvm_systems::search::log::LogWriter;
-use ndvm_systems::search::merge::TaskTimes;
-use ndvm_systems::search::shard::Plan;
-use ndvm_systems::search::{LoopTimes, Search, SearchOptions};
 use ndvm_systems::trace::Trace;
 use std::io::{BufWriter, Read, Seek};
 use std::time::Instant;
@@ -140,7 +140,7 @@ fn digest(s: &str) -> u64 {
 }
 
 /// A search's answer: each record's candidate, loss and parameters, in log order.
-fn log_of<'a>(records: impl Iterator<Item = &'a ndvm_systems::search::Record>) -> String {
+fn log_of<'a>(records: impl Iterator<Item = &'a ndvm_search::Record>) -> String {
     records
         .map(|r| format!("{} {} {:?}\n", r.candidate, r.train_loss, r.params))
         .collect()
@@ -167,7 +167,7 @@ fn run(work: Work, threads: usize, trace: bool) -> Run {
             let mut search =
                 Search::new(&load(scene), &feynman::scenes(), &options).expect("search starts");
             let report = search.run(|e| {
-                if let ndvm_systems::search::Event::Calibrated(r, _) = e {
+                if let ndvm_search::Event::Calibrated(r, _) = e {
                     records.push(r.clone());
                 }
             });

@@ -22,8 +22,8 @@
 
 use ndvm_benches::feynman;
 use ndvm_components::scene::Scene;
+use ndvm_search::{Search, SearchOptions, SearchReport};
 use ndvm_systems::prelude::*;
-use ndvm_systems::search::{Search, SearchOptions, SearchReport};
 
 fn load(name: &str) -> Scene {
     let text = std::fs::read_to_string(feynman::scenes().join(name)).expect("scene");

@@ -7,8 +7,8 @@
 //! it with R² ≥ [`IDENTITY_R2`] — there exist constants that make it the law.
 
 use ndvm_components::scene::{Candidates, Data, Grid, Scene};
+use ndvm_search::{Event, Record, Search, SearchOptions};
 use ndvm_systems::prelude::*;
-use ndvm_systems::search::{Event, Record, Search, SearchOptions};
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 

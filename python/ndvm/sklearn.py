@@ -34,8 +34,14 @@ import numpy as np
 
 from . import Program, search
 
-from sklearn.base import BaseEstimator, RegressorMixin
-from sklearn.utils.validation import check_is_fitted
+try:
+    from sklearn.base import BaseEstimator, RegressorMixin
+    from sklearn.utils.validation import check_is_fitted
+except ImportError as e:  # an optional extra
+    raise ImportError(
+        "ndvm.SymbolicRegressor needs scikit-learn: pip install scikit-learn sympy "
+        "(or the extra: pip install \"./python[sklearn]\")"
+    ) from e
 
 try:  # scikit-learn 1.6 and later
     from sklearn.utils.validation import validate_data
@@ -337,7 +343,13 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):  # type: ignore[misc,val
 
     def sympy(self, index: Optional[int] = None):
         """The chosen equation (or ``equations_[index]``) as a sympy expression."""
-        import sympy
+        try:
+            import sympy
+        except ImportError as e:  # an optional extra
+            raise ImportError(
+                "SymbolicRegressor.sympy() needs sympy: pip install sympy "
+                "(or the extra: pip install \"./python[sklearn]\")"
+            ) from e
 
         entry = self._entry(index)
         equation = self._inside_of(index)[0]

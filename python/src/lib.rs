@@ -653,7 +653,7 @@ fn search_json(
     calibrations: Option<u64>,
     seconds: Option<f64>,
 ) -> PyResult<String> {
-    use ndvm_systems::search::{Search, SearchOptions};
+    use ndvm_search::{Search, SearchOptions};
     if let Some(s) = seconds {
         ndvm_components::limits::check_seconds("seconds", s).map_err(input_err)?;
     }

@@ -1,17 +1,17 @@
 //! A search in shards, for `ndvm.ray.search` and `ndvm.search_sharded`: the plan, one task and
 //! the merge, each taking and giving JSON text so that a task travels to any worker
-//! (`ndvm_systems::search::shard`). A merged search's log streams into its output folder, as
+//! (`ndvm_search::shards`). A merged search's log streams into its output folder, as
 //! `ndvm search --out` writes it (`ndvm_systems::folder`), or nowhere: never into memory.
 
 use crate::interrupt::interruptible;
 use crate::{input_err, scene_of};
+use ndvm_search::SearchOptions;
+use ndvm_search::log::{LOG_FILES, LogWriter};
+use ndvm_search::report::RESULT_FILES;
+use ndvm_search::shards::local::run_local;
+use ndvm_search::shards::merge::{Merged, merge};
+use ndvm_search::shards::{Plan, ShardOutput, ShardTask, run_task};
 use ndvm_systems::folder::Folder;
-use ndvm_systems::search::SearchOptions;
-use ndvm_systems::search::local::run_local;
-use ndvm_systems::search::log::{LOG_FILES, LogWriter};
-use ndvm_systems::search::merge::{Merged, merge};
-use ndvm_systems::search::report::RESULT_FILES;
-use ndvm_systems::search::shard::{Plan, ShardOutput, ShardTask, run_task};
 use pyo3::prelude::*;
 use std::io::Write;
 use std::path::Path;
@@ -162,14 +162,7 @@ fn claim(out: Option<&str>, title: &str) -> PyResult<Option<Arc<Folder>>> {
 /// The log: into the folder, else nowhere.
 fn log_of(folder: Option<&Arc<Folder>>) -> LogWriter<Box<dyn Write + Send>> {
     match folder {
-        Some(f) => {
-            let LogWriter {
-                calibrations,
-                programs,
-                ..
-            } = f.log();
-            LogWriter::new(Box::new(calibrations), Box::new(programs))
-        }
+        Some(f) => LogWriter::new(Box::new(f.log_file(0)), Box::new(f.log_file(1))),
         None => LogWriter::new(Box::new(std::io::sink()), Box::new(std::io::sink())),
     }
 }

@@ -1,6 +1,7 @@
 """ndvm.SymbolicRegressor: a scikit-learn estimator over the search's Pareto front."""
 
 import pickle
+import sys
 
 import numpy as np
 import pytest
@@ -83,3 +84,13 @@ def test_scikit_learn_estimator_checks():
     # Small budgets: the checks fit dozens of times on random data.
     est = ndvm.SymbolicRegressor(calibrations=300, steps=20, draws=2, threads=1)
     check_estimator(est)
+
+
+def test_a_missing_optional_dependency_names_the_extra(monkeypatch):
+    # scikit-learn absent: the estimator says what to install, not "No module named 'sklearn'".
+    for name in [m for m in sys.modules if m == "sklearn" or m.startswith("sklearn.")]:
+        monkeypatch.setitem(sys.modules, name, None)
+    monkeypatch.setitem(sys.modules, "sklearn", None)
+    monkeypatch.delitem(sys.modules, "ndvm.sklearn", raising=False)
+    with pytest.raises(ImportError, match=r'pip install "\./python\[sklearn\]"'):
+        ndvm.SymbolicRegressor

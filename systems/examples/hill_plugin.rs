@@ -48,8 +48,8 @@ impl Primitive for Hill {
 pub struct Pharmacology;
 
 impl Plugin for Pharmacology {
-    fn build(&self, engine: &mut EngineBuilder) {
-        engine.primitive(Hill);
+    fn build(&self, plugins: &mut PluginsBuilder) {
+        plugins.primitive(Hill);
     }
 }
 
@@ -58,12 +58,12 @@ pub fn fit_hill_scene() -> Result<FitReport, String> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples");
     let text = std::fs::read_to_string(dir.join("hill.scene.ron")).map_err(|e| e.to_string())?;
     let scene = Scene::from_ron(&text).map_err(|e| e.to_string())?;
-    let engine = EngineBuilder::new()
+    let engine = PluginsBuilder::new()
         .plugin(&Pharmacology)
         .build()
         .map_err(|e| e.to_string())?;
     let options = FitOptions {
-        engine,
+        plugins: engine,
         ..FitOptions::default()
     };
     let mut fit = Fit::new(&scene, &dir, &options).map_err(|e| e.to_string())?;

@@ -25,11 +25,12 @@
 //! assert!((best.loss - 1.0).abs() < 1e-3);
 //! ```
 
-use crate::plugin::Engine;
+use crate::plugin::Plugins;
 use crate::population::{self, PopulationError};
 use crate::profile::{Profile, Stage};
 use crate::report::{self, CandidateResult, FitReport};
-use crate::resources::{DeviceWidth, FitSettings, Programs, Scorer, StopSignal};
+use crate::resources::{DecodeCache, DeviceWidth, FitSettings, Scorer, StopSignal};
+use crate::settings::{self, Job, Threads};
 use crate::stages;
 use bevy_ecs::prelude::*;
 use bevy_ecs::schedule::SingleThreadedExecutor;
@@ -54,7 +55,7 @@ pub struct FitOptions {
     /// Set it (e.g. from a Ctrl-C handler) to stop the fit; finished results stand.
     pub interrupted: Option<Arc<AtomicBool>>,
     /// Custom primitives and schedule hooks from plugins.
-    pub engine: Engine,
+    pub plugins: Plugins,
     /// The evaluator's precision (default: the scene's `precision`, else f64).
     pub precision: Option<Precision>,
     /// What `device: Auto` decides with (default: fitted to an H200 beside 16 Xeon cores;
@@ -136,7 +137,8 @@ impl Fit {
         members: Vec<population::Member>,
         options: &FitOptions,
     ) -> Result<Fit, FitError> {
-        let threads = options.threads.or(scene.threads).unwrap_or(0);
+        let asked = Threads::resolve(options.threads, scene);
+        let threads = asked.asked.unwrap_or(0);
         if threads > ndvm_components::limits::THREADS {
             return Err(FitError::Threads {
                 threads,
@@ -144,7 +146,7 @@ impl Fit {
             });
         }
         let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(workers(threads))
+            .num_threads(asked.workers())
             .build()
             .map_err(|e| FitError::Threads {
                 threads,
@@ -154,9 +156,9 @@ impl Fit {
         let mut settings = options.settings;
         settings.walk_every_step |= scene.walk_every_step;
         world.insert_resource(settings);
-        world.insert_resource(Programs {
+        world.insert_resource(DecodeCache {
             cache: Default::default(),
-            primitives: options.engine.primitives.clone(),
+            primitives: options.plugins.primitives.clone(),
         });
         world.insert_resource(Profile {
             trace: settings.trace_passes.then(Default::default),
@@ -169,8 +171,8 @@ impl Fit {
                 .budget_seconds
                 .map(|s| Instant::now() + Duration::from_secs_f64(s.clamp(0.0, 1e9))),
         }));
-        let precision = options.precision.or(scene.precision).unwrap_or_default();
-        let device = settings.device.or(scene.device).unwrap_or_default();
+        let precision = settings::precision(options.precision, scene, Job::Fit);
+        let device = settings::device(settings.device, scene);
         let mut schedule = match precision {
             Precision::F32 => stage_schedule::<f32>(),
             Precision::F64 => stage_schedule::<f64>(),
@@ -210,7 +212,7 @@ impl Fit {
                 "--device gpu: this build has no GPU support (the `gpu` feature)".into(),
             ));
         }
-        if options.engine.has_hooks() {
+        if options.plugins.has_hooks() {
             // A plugin's systems expect to see every step.
             world.resource_mut::<FitSettings>().steps_per_pass = 1;
         }
@@ -224,7 +226,7 @@ impl Fit {
             },
         };
         world.insert_resource(pacing);
-        options.engine.extend(&mut schedule);
+        options.plugins.extend(&mut schedule);
         let mut fit = Fit {
             world,
             schedule,
@@ -297,7 +299,7 @@ impl Fit {
         self.total -= results.len();
         results.sort_by_key(|r| r.index);
         self.world.clear_trackers();
-        let mut programs = self.world.resource_mut::<Programs>();
+        let mut programs = self.world.resource_mut::<DecodeCache>();
         if programs.cache.len() > PROGRAM_CACHE_LIMIT {
             programs.cache = Default::default();
         }
@@ -421,15 +423,6 @@ impl Fit {
     pub fn world_mut(&mut self) -> &mut World {
         &mut self.world
     }
-}
-
-/// The worker threads started for `threads` requested (0: one per core): never more than the
-/// cores this process may use. Results do not depend on the count, and on a machine with fewer
-/// cores the extra threads would only take turns — each parallel pass then waits for a thread
-/// the kernel has put aside (16 threads on 2 cores ran a search 40% slower than 2).
-pub fn workers(threads: usize) -> usize {
-    let cores = std::thread::available_parallelism().map_or(usize::MAX, |n| n.get());
-    if threads == 0 { 0 } else { threads.min(cores) }
 }
 
 /// One schedule run, timed into the profile's wall time; whether work remains.

@@ -10,9 +10,9 @@
 //! written last ([`Folder::write_results`]), each to a temporary file renamed into place, the
 //! log flushed before them. Whatever stops a run (an error, a signal, a full disk), the folder
 //! holds either the previous run's files untouched, or this run's log (whole lines, every
-//! calibration's program before it: [`crate::search::log`]) with or without its results.
+//! calibration's program before it: the search's log writer sees to that) with or without its
+//! results.
 
-use crate::search::log::LogWriter;
 use std::fs::File;
 use std::io::{Read, Seek, Write};
 use std::path::{Path, PathBuf};
@@ -162,15 +162,14 @@ impl Folder {
         &self.dir
     }
 
-    /// The log of a claim of two log files (calibrations, then programs), written as the run
-    /// goes; the run begins with its first line.
-    pub fn log(self: &Arc<Self>) -> LogWriter<LogFile> {
-        let file = |index| LogFile {
+    /// Log file `index` of the claim's log files, written as the run goes; the run begins with
+    /// its first line.
+    pub fn log_file(self: &Arc<Self>, index: usize) -> LogFile {
+        LogFile {
             folder: self.clone(),
             index,
             file: None,
-        };
-        LogWriter::new(file(0), file(1))
+        }
     }
 
     /// The run has started (once): the previous run's results are removed, then its log files
@@ -304,14 +303,14 @@ mod tests {
         let folder = Arc::new(
             Folder::claim(dir.path(), &["a.log", "b.log"], &["r.json"], "t").expect("free"),
         );
-        let mut writer = folder.log();
+        let mut writer = folder.log_file(0);
         writer.flush().expect("nothing to send");
         assert_eq!(std::fs::read_to_string(&log).expect("kept"), "old log\n");
         assert_eq!(
             std::fs::read_to_string(&result).expect("kept"),
             "old result"
         );
-        writer.write_lines(b"{}\n", b"").expect("waits");
+        writer.write_all(b"{}\n").expect("begins");
         writer.flush().expect("sent");
         assert!(!result.exists(), "the old result outlived the new log");
         assert_eq!(std::fs::read_to_string(&log).expect("created"), "{}\n");

@@ -10,8 +10,8 @@
 //! started last. A worker still busy elsewhere (the search's record beside the pass) simply
 //! has its tasks taken. Each task runs once; which worker runs it does not change its result.
 //!
-//! Measured on the 2-core VM, the builds before and after alternated (docs/performance.md,
-//! "Fourth part"): 2 threads went from 79% to 92% of two one-thread processes run at once on
+//! Measured on the 2-core VM, the builds before and after alternated (docs/changelog.md,
+//! "Scaling, Fourth part"): 2 threads went from 79% to 92% of two one-thread processes run at once on
 //! the scalar search, and from 90% to 99% on the co-search fit.
 
 use std::sync::Mutex;

@@ -1,8 +1,8 @@
 //! # ndvm-systems
 //!
-//! Fits and searches: the ECS world that steps a population of candidates, its eight stages,
-//! and what a fit needs around them (the population a scene describes, optimizers, losses,
-//! reports and plots, the co-search loop). `docs/architecture.md` draws the whole picture.
+//! Fits: the ECS world that steps a population of candidates, its eight stages, and what a fit
+//! needs around them (the population a scene describes, optimizers, losses, reports and plots,
+//! run settings, output folders). The search (`ndvm-search`) runs on top of it. `docs/architecture.md` draws the whole picture.
 //!
 //! A scene's population becomes Candidate entities; the schedule cuts each active candidate's
 //! lanes (restarts × data points) into LaneGroup entities; one run of the stage schedule is one
@@ -18,7 +18,7 @@
 //! | [`population`] | scene → candidates, starting values and data sets |
 //! | [`loss`], [`optim`] | losses over lane axes; Adam, SGD, Levenberg–Marquardt, L-BFGS |
 //! | [`report`] | results, the ranked table, standard errors, plots |
-//! | [`search`] | the co-search loop: proposers, admission, the frontier, the calibration log |
+//! | [`settings`] | run settings (threads, device, precision) resolved in one place |
 //! | [`folder`], [`exit`] | an output folder that is always whole; leaving at once on a second signal |
 //!
 //! Parallelism lives inside the replay, walk, backward, merge-masks and optimize systems (rayon
@@ -38,7 +38,7 @@ pub mod population;
 pub mod profile;
 pub mod report;
 pub mod resources;
-pub mod search;
+pub mod settings;
 pub mod stages;
 pub mod trace;
 
@@ -48,7 +48,7 @@ pub use ndvm_engine as engine;
 /// The types most callers need.
 pub mod prelude {
     pub use crate::fit::{Fit, FitError, FitOptions, Progress};
-    pub use crate::plugin::{Engine, EngineBuilder, Plugin, Primitive, check_primitive};
+    pub use crate::plugin::{Plugin, Plugins, PluginsBuilder, Primitive, check_primitive};
     pub use crate::profile::{Profile, ProfileReport, Stage};
     pub use crate::report::{CandidateResult, FitReport};
     pub use crate::resources::FitSettings;

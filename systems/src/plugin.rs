@@ -1,14 +1,16 @@
 //! Plugins: custom primitives (and, where useful, extra systems) added to the engine.
 //!
-//! A [`Plugin`] registers what it brings with an [`EngineBuilder`]: numeric primitives (the
+//! A [`Plugin`] registers what it brings with a [`PluginsBuilder`]: numeric primitives (the
 //! engine's [`Primitive`] trait: name, arity, forward over lanes, VJP), schedule hooks that
-//! add systems around the stages (`.after(Stage::Optimize)`, say), and search proposers
-//! ([`crate::search::Proposer`], named in a search scene as `Plugin(name: …)`). The built [`Engine`] goes
-//! into [`crate::fit::FitOptions::engine`]; every candidate of the fit is decoded against its
-//! primitives. Check a primitive's VJP with [`check_primitive`] before fitting with it.
+//! add systems around the stages (`.after(Stage::Optimize)`, say), and *extensions*: a value of
+//! any type that a crate above this one keeps for itself, one per type — the search's proposers
+//! (`ndvm_search`'s `ProposerRegistry`, named in a search scene as `Plugin(name: …)`) are one.
+//! The built [`Plugins`] go into [`crate::fit::FitOptions::plugins`]; every candidate of the fit
+//! is decoded against their primitives. Check a primitive's VJP with [`check_primitive`] before
+//! fitting with it.
 //!
 //! ```
-//! use ndvm_systems::plugin::{EngineBuilder, Plugin};
+//! use ndvm_systems::plugin::{Plugin, PluginsBuilder};
 //! use ndvm_systems::prelude::*;
 //! use ndvm_engine::extension::Primitive;
 //!
@@ -27,61 +29,68 @@
 //!
 //! struct Activations;
 //! impl Plugin for Activations {
-//!     fn build(&self, engine: &mut EngineBuilder) {
-//!         engine.primitive(Softplus);
+//!     fn build(&self, plugins: &mut PluginsBuilder) {
+//!         plugins.primitive(Softplus);
 //!     }
 //! }
 //!
-//! let engine = EngineBuilder::new().plugin(&Activations).build().unwrap();
+//! let plugins = PluginsBuilder::new().plugin(&Activations).build().unwrap();
 //! let scene = Scene::from_ron(r#"Scene(
 //!     candidates: [Inline(name: "soft", src: "(square (- (softplus a) 2))")],
 //!     parameters: Parameters(names: ["a"], init: {"a": 0.0}),
 //!     optimizer: Adam(lr: 0.2),
 //!     steps: 300,
 //! )"#).unwrap();
-//! let options = FitOptions { engine, ..FitOptions::default() };
+//! let options = FitOptions { plugins, ..FitOptions::default() };
 //! let report = Fit::new(&scene, std::path::Path::new("."), &options).unwrap().run(|_| {});
 //! // softplus(a) = 2 at a = ln(e² − 1)
 //! assert!((report.candidates[0].params["a"] - (2f64.exp() - 1.0).ln()).abs() < 1e-3);
 //! ```
 
-use crate::search::proposer::{Context, Proposer, ProposerRegistry, Settings};
 use bevy_ecs::schedule::Schedule;
 pub use ndvm_engine::extension::{CheckError, Primitive, Registry, RegistryError, check_primitive};
+use std::any::{Any, TypeId};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
-/// Something that adds primitives or systems to the engine.
+/// Something that adds primitives, systems or extensions to the engine.
 pub trait Plugin {
-    fn build(&self, engine: &mut EngineBuilder);
+    fn build(&self, plugins: &mut PluginsBuilder);
 }
 
 type Hook = Arc<dyn Fn(&mut Schedule) + Send + Sync>;
 
-/// Collects what plugins register; [`EngineBuilder::build`] checks it.
+/// An extension: any value a crate above this one keeps among the plugins, one per type.
+type Extension = Arc<dyn Any + Send + Sync>;
+
+/// Collects what plugins register; [`PluginsBuilder::build`] checks it.
 #[derive(Default)]
-pub struct EngineBuilder {
+pub struct PluginsBuilder {
     primitives: Registry,
     hooks: Vec<Hook>,
-    proposers: ProposerRegistry,
+    extensions: BTreeMap<TypeId, (&'static str, Box<dyn Any + Send + Sync>)>,
     error: Option<RegistryError>,
 }
 
-impl std::fmt::Debug for EngineBuilder {
+impl std::fmt::Debug for PluginsBuilder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("EngineBuilder")
+        f.debug_struct("PluginsBuilder")
             .field("primitives", &self.primitives.signature())
             .field("hooks", &self.hooks.len())
-            .field("proposers", &self.proposers)
+            .field(
+                "extensions",
+                &self.extensions.values().map(|e| e.0).collect::<Vec<_>>(),
+            )
             .finish()
     }
 }
 
-impl EngineBuilder {
+impl PluginsBuilder {
     pub fn new() -> Self {
-        EngineBuilder::default()
+        PluginsBuilder::default()
     }
 
-    /// Registers a numeric primitive (a name clash is reported by [`EngineBuilder::build`]).
+    /// Registers a numeric primitive (a name clash is reported by [`PluginsBuilder::build`]).
     pub fn primitive(&mut self, p: impl Primitive + 'static) -> &mut Self {
         if let Err(e) = self.primitives.add(Arc::new(p))
             && self.error.is_none()
@@ -92,21 +101,20 @@ impl EngineBuilder {
     }
 
     /// Adds systems to the stage schedule, e.g.
-    /// `engine.schedule(|s| { s.add_systems(log_losses.after(Stage::Optimize)); })`.
+    /// `plugins.schedule(|s| { s.add_systems(log_losses.after(Stage::Optimize)); })`.
     pub fn schedule(&mut self, hook: impl Fn(&mut Schedule) + Send + Sync + 'static) -> &mut Self {
         self.hooks.push(Arc::new(hook));
         self
     }
 
-    /// Registers a search proposer: a search scene's `Plugin(name: "name", settings: {…})`
-    /// builds it with `make` (see [`crate::search::proposer`]).
-    pub fn proposer(
-        &mut self,
-        name: &str,
-        make: impl Fn(&Settings, &Context) -> Result<Box<dyn Proposer>, String> + Send + Sync + 'static,
-    ) -> &mut Self {
-        self.proposers.register(name, make);
-        self
+    /// The extension of type `T`, made with `T::default()` on first use (a search's proposer
+    /// registry, say: `ndvm_search` adds a `proposer` method that registers through it).
+    pub fn extension<T: Any + Default + Send + Sync>(&mut self) -> &mut T {
+        let entry = self
+            .extensions
+            .entry(TypeId::of::<T>())
+            .or_insert_with(|| (std::any::type_name::<T>(), Box::new(T::default())));
+        entry.1.downcast_mut::<T>().expect("keyed by its type")
     }
 
     /// Lets `plugin` register what it brings.
@@ -115,38 +123,44 @@ impl EngineBuilder {
         self
     }
 
-    /// The engine, or the first registration error.
-    pub fn build(&mut self) -> Result<Engine, RegistryError> {
+    /// The plugins, or the first registration error.
+    pub fn build(&mut self) -> Result<Plugins, RegistryError> {
         if let Some(e) = self.error.take() {
             return Err(e);
         }
-        Ok(Engine {
+        Ok(Plugins {
             primitives: std::mem::take(&mut self.primitives),
             hooks: std::mem::take(&mut self.hooks),
-            proposers: std::mem::take(&mut self.proposers),
+            extensions: std::mem::take(&mut self.extensions)
+                .into_iter()
+                .map(|(k, (name, v))| (k, (name, Extension::from(v))))
+                .collect(),
         })
     }
 }
 
-/// Registered primitives, schedule hooks and proposers, ready for fits and searches.
+/// Registered primitives, schedule hooks and extensions, ready for fits and searches.
 #[derive(Clone, Default)]
-pub struct Engine {
+pub struct Plugins {
     pub primitives: Registry,
     hooks: Vec<Hook>,
-    pub proposers: ProposerRegistry,
+    extensions: BTreeMap<TypeId, (&'static str, Extension)>,
 }
 
-impl std::fmt::Debug for Engine {
+impl std::fmt::Debug for Plugins {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Engine")
+        f.debug_struct("Plugins")
             .field("primitives", &self.primitives.signature())
             .field("hooks", &self.hooks.len())
-            .field("proposers", &self.proposers)
+            .field(
+                "extensions",
+                &self.extensions.values().map(|e| e.0).collect::<Vec<_>>(),
+            )
             .finish()
     }
 }
 
-impl Engine {
+impl Plugins {
     /// Whether a plugin added systems to the schedule.
     pub fn has_hooks(&self) -> bool {
         !self.hooks.is_empty()
@@ -157,5 +171,12 @@ impl Engine {
         for hook in &self.hooks {
             hook(schedule);
         }
+    }
+
+    /// The extension of type `T`, if a plugin made one.
+    pub fn extension<T: Any + Send + Sync>(&self) -> Option<&T> {
+        self.extensions
+            .get(&TypeId::of::<T>())
+            .and_then(|e| e.1.downcast_ref::<T>())
     }
 }

@@ -74,7 +74,7 @@ pub struct StopSignal(pub ndvm_engine::Stop);
 /// Decoded programs, shared by content (the same source decodes once), and the custom
 /// primitives they are decoded against.
 #[derive(Resource, Debug, Default)]
-pub struct Programs {
+pub struct DecodeCache {
     pub cache: ProgramCache,
     pub primitives: Registry,
 }

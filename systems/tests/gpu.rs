@@ -401,7 +401,7 @@ fn scene_run_with(
     let mut scene = scene.clone();
     scene.device = Some(device);
     let options = FitOptions {
-        engine: EngineBuilder::new()
+        plugins: PluginsBuilder::new()
             .plugin(&hill::Pharmacology)
             .build()
             .expect("engine"),

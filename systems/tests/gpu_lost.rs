@@ -14,7 +14,7 @@ fn a_device_lost_mid_fit_leaves_the_fit_on_the_cpu_at_its_width() {
     if !have_gpu() {
         return;
     }
-    let (cpu, _) = run(&scene(Device::Cpu), 64, Engine::default());
+    let (cpu, _) = run(&scene(Device::Cpu), 64, Plugins::default());
     let (gpu, profile) = run(&scene(Device::Gpu), 64, losing());
     let lost = profile.used.lost.as_deref().expect("the loss is reported");
     assert!(!lost.is_empty());

@@ -26,7 +26,7 @@ fn every_group_the_device_served_is_the_cpus_after_it_is_lost() {
     scene.candidates.push(other);
     let mut on_cpu = scene.clone();
     on_cpu.device = Some(Device::Cpu);
-    let (cpu, _) = run(&on_cpu, 512, Engine::default());
+    let (cpu, _) = run(&on_cpu, 512, Plugins::default());
     let (gpu, profile) = run(&scene, 512, losing());
     assert!(profile.used.lost.is_some(), "{:?}", profile.used);
     for (a, b) in cpu.candidates.iter().zip(&gpu.candidates) {

@@ -45,13 +45,13 @@ fn a_plugin_can_add_systems_and_cannot_take_builtin_names() {
     }
     struct Counter;
     impl Plugin for Counter {
-        fn build(&self, engine: &mut EngineBuilder) {
-            engine.schedule(|s| {
+        fn build(&self, plugins: &mut PluginsBuilder) {
+            plugins.schedule(|s| {
                 s.add_systems(count.after(Stage::Optimize));
             });
         }
     }
-    let engine = EngineBuilder::new()
+    let engine = PluginsBuilder::new()
         .plugin(&Counter)
         .build()
         .expect("engine");
@@ -61,7 +61,7 @@ fn a_plugin_can_add_systems_and_cannot_take_builtin_names() {
     )
     .expect("scene");
     let options = FitOptions {
-        engine,
+        plugins: engine,
         ..FitOptions::default()
     };
     let mut fit = Fit::new(&scene, Path::new("."), &options).expect("fit");
@@ -82,7 +82,7 @@ fn a_plugin_can_add_systems_and_cannot_take_builtin_names() {
         fn forward(&self, _: &[&[f64]], _: &mut [f64]) {}
         fn vjp(&self, _: &[&[f64]], _: &[f64], _: &[f64], _: &mut [Vec<f64>]) {}
     }
-    let e = EngineBuilder::new()
+    let e = PluginsBuilder::new()
         .primitive(Log)
         .build()
         .expect_err("built-in name");

@@ -22,9 +22,9 @@ macro_rules! say_raw {
 }
 
 mod commands;
-mod device;
 mod diagnostics;
 mod files;
+mod flags;
 mod interrupt;
 mod output;
 

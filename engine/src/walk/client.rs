@@ -30,7 +30,7 @@
 //! 4. [`Vm::finish`] with the result makes the tape replayable.
 
 use super::Vm;
-use super::merge::{Merge, Split};
+use super::diverge::{Merge, Split};
 use crate::bindings::Bindings;
 use crate::error::{Error, ErrorKind, Result, Span};
 use crate::extension::{EXT_BASE, Registry};

@@ -9,10 +9,10 @@
 
 mod call;
 mod client;
+mod diverge;
 mod equality;
 mod extension;
 pub mod kont;
-mod merge;
 mod native;
 mod numeric;
 mod tensor;
@@ -71,7 +71,7 @@ pub struct Vm<R: Real> {
     konts: Vec<Kont>,
     vals: Vec<Value>,
     natives: Vec<Native>,
-    merges: Vec<merge::Merge>,
+    merges: Vec<diverge::Merge>,
     /// The bound value of each program input.
     pub(crate) inputs: Vec<Value>,
     env: u32,

@@ -544,3 +544,12 @@ pub fn to_json(report: &FitReport, timing: Option<&ProfileReport>, threads: usiz
     };
     serde_json::to_string_pretty(&results).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
 }
+
+/// The size of a skeleton: its atoms (operators, inputs, parameters and literals), the
+/// parsimony measure of rankings and of a search's front.
+pub fn size(skeleton: &str) -> usize {
+    skeleton
+        .split(|c: char| c == '(' || c == ')' || c.is_whitespace())
+        .filter(|t| !t.is_empty())
+        .count()
+}

@@ -1,13 +1,13 @@
 //! Decode: new candidates' sources become programs.
 //!
 //! A pending candidate without a [`Compiled`] program is read, expanded and decoded through the
-//! shared [`Programs`] cache (a source seen before costs a hash lookup); a bytecode candidate is
+//! shared [`DecodeCache`] cache (a source seen before costs a hash lookup); a bytecode candidate is
 //! assembled, linked and verified instead. A program that does not decode fails its candidate
 //! with the located error; the fit goes on with the others.
 
 use crate::machine::locate;
 use crate::profile::{Profile, Stage, StageTimer};
-use crate::resources::Programs;
+use crate::resources::DecodeCache;
 use bevy_ecs::prelude::*;
 use ndvm_bytecode::Executable;
 use ndvm_components::prelude::*;
@@ -15,7 +15,7 @@ use rayon::prelude::*;
 
 pub fn decode(
     mut commands: Commands,
-    programs: Res<Programs>,
+    programs: Res<DecodeCache>,
     mut profile: ResMut<Profile>,
     mut fresh: Query<(Entity, &Candidate, &FitSpec, &mut Status), Without<Compiled>>,
 ) {

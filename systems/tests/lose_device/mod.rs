@@ -21,10 +21,10 @@ pub fn have_gpu() -> bool {
 }
 
 /// Fits `scene` (relative to `scenes/`) with the CPU walking groups of `lanes_per_group`.
-pub fn run(scene: &Scene, lanes_per_group: usize, engine: Engine) -> (FitReport, ProfileReport) {
+pub fn run(scene: &Scene, lanes_per_group: usize, plugins: Plugins) -> (FitReport, ProfileReport) {
     let scenes = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../scenes");
     let options = FitOptions {
-        engine,
+        plugins,
         settings: FitSettings {
             lanes_per_group,
             ..FitSettings::default()
@@ -37,8 +37,8 @@ pub fn run(scene: &Scene, lanes_per_group: usize, engine: Engine) -> (FitReport,
 }
 
 /// The plugin [`LoseIt`] as an engine.
-pub fn losing() -> Engine {
-    EngineBuilder::new()
+pub fn losing() -> Plugins {
+    PluginsBuilder::new()
         .plugin(&LoseIt)
         .build()
         .expect("engine")
@@ -67,8 +67,8 @@ pub fn scene(device: Device) -> Scene {
 pub struct LoseIt;
 
 impl Plugin for LoseIt {
-    fn build(&self, engine: &mut EngineBuilder) {
-        engine.schedule(|s| {
+    fn build(&self, plugins: &mut PluginsBuilder) {
+        plugins.schedule(|s| {
             s.add_systems(lose.after(Stage::Gpu).before(Stage::Replay));
         });
     }

@@ -8,12 +8,14 @@
 
 use crate::Failure;
 use crate::files::{check_writable, create_folder, default_out, read_scene, write_atomically};
+use crate::flags::RunFlags;
 use crate::interrupt::interrupt_flag;
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use ndvm_components::scene::Scene;
 use ndvm_systems::prelude::*;
 use ndvm_systems::report;
+use ndvm_systems::settings::Threads;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 
@@ -21,10 +23,8 @@ use std::sync::atomic::Ordering;
 pub struct FitArgs {
     /// The scene file (`*.scene.ron`); its relative paths are relative to its folder.
     scene: PathBuf,
-    /// Worker threads (default: the scene's `threads`, else one per core; never more than the
-    /// cores available). Results do not depend on it.
-    #[arg(long, value_name = "N")]
-    threads: Option<usize>,
+    #[command(flatten)]
+    run: RunFlags,
     /// Optimizer steps per candidate (overrides the scene's `steps`).
     #[arg(long, value_name = "N")]
     steps: Option<u32>,
@@ -46,25 +46,15 @@ pub struct FitArgs {
     /// them all (docs/fitting.md).
     #[arg(long, value_name = "DIR")]
     plots: Option<PathBuf>,
-    /// Walk every candidate on every step instead of replaying its recorded tape (the
-    /// reference behaviour: the same results, more time).
-    #[arg(long)]
-    walk_every_step: bool,
-    /// Steps each candidate takes per parallel pass (default 16; 1 steps the whole fit through
-    /// the stages one step at a time). Results are the same for every value (docs/performance.md).
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=100_000))]
-    steps_per_pass: Option<u32>,
-    /// Where replayed tapes run (default: the scene's `device`, else auto; docs/gpu.md).
-    #[arg(long, value_enum, value_name = "cpu|gpu|auto")]
-    device: Option<crate::device::DeviceArg>,
 }
 
 #[derive(Args, Debug)]
 pub struct ProfileArgs {
     /// The scene file to fit and profile.
     scene: PathBuf,
-    #[arg(long, value_name = "N")]
-    threads: Option<usize>,
+    #[command(flatten)]
+    run: RunFlags,
+    /// Optimizer steps per candidate (overrides the scene's `steps`).
     #[arg(long, value_name = "N")]
     steps: Option<u32>,
     /// Print the profile as JSON.
@@ -73,16 +63,6 @@ pub struct ProfileArgs {
     /// Write a Chrome/Perfetto trace of every stage run (open in ui.perfetto.dev).
     #[arg(long, value_name = "FILE")]
     trace: Option<PathBuf>,
-    /// Walk every candidate on every step (to compare with replaying tapes).
-    #[arg(long)]
-    walk_every_step: bool,
-    /// Steps each candidate takes per parallel pass (default 16, as `ndvm fit`; 1 runs every
-    /// stage of every step as its own system, each a span of the trace: docs/profiling.md).
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=100_000))]
-    steps_per_pass: Option<u32>,
-    /// Where replayed tapes run (default: the scene's `device`, else auto; docs/gpu.md).
-    #[arg(long, value_enum, value_name = "cpu|gpu|auto")]
-    device: Option<crate::device::DeviceArg>,
 }
 
 pub fn fit(args: FitArgs) -> Result<(), Failure> {
@@ -90,10 +70,10 @@ pub fn fit(args: FitArgs) -> Result<(), Failure> {
     not_a_search(&scene, &args.scene)?;
     let interrupted = interrupt_flag();
     let options = FitOptions {
-        threads: args.threads,
+        threads: args.run.threads,
         steps: args.steps,
         interrupted: Some(interrupted.clone()),
-        settings: settings(args.walk_every_step, args.device, args.steps_per_pass),
+        settings: settings(&args.run),
         ..FitOptions::default()
     };
     let results = match args
@@ -133,10 +113,7 @@ pub fn fit(args: FitArgs) -> Result<(), Failure> {
         check_writable(&dir.join("index.html"))?;
     }
     let mut fit = start(&scene, &base, &options, &args.scene)?;
-    let threads = options
-        .threads
-        .or(scene.threads)
-        .unwrap_or_else(rayon_threads);
+    let threads = Threads::resolve(options.threads, &scene).count();
     let report = run_with_bar(&mut fit);
     let timing = fit.profile().report();
     let json = report::to_json(&report, Some(&timing), threads);
@@ -185,10 +162,10 @@ pub fn profile(args: ProfileArgs) -> Result<(), Failure> {
         None => None,
     };
     let options = FitOptions {
-        threads: args.threads,
+        threads: args.run.threads,
         steps: args.steps,
         interrupted: Some(interrupt_flag()),
-        settings: settings(args.walk_every_step, args.device, args.steps_per_pass),
+        settings: settings(&args.run),
         ..FitOptions::default()
     };
     let mut fit = start(&scene, &base, &options, &args.scene)?;
@@ -211,10 +188,6 @@ fn not_a_search(scene: &Scene, path: &Path) -> Result<(), Failure> {
         return Err(Failure::Program);
     }
     Ok(())
-}
-
-fn rayon_threads() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
 fn start(scene: &Scene, base: &Path, options: &FitOptions, path: &Path) -> Result<Fit, Failure> {
@@ -277,16 +250,12 @@ fn same_file(a: &Path, b: &Path) -> bool {
 }
 
 /// The default lane layout, with replay switched off or the steps per pass set on request.
-fn settings(
-    walk_every_step: bool,
-    device: Option<crate::device::DeviceArg>,
-    steps_per_pass: Option<u32>,
-) -> FitSettings {
+fn settings(run: &RunFlags) -> FitSettings {
     let default = FitSettings::default();
     FitSettings {
-        walk_every_step,
-        device: device.map(Into::into),
-        steps_per_pass: steps_per_pass.unwrap_or(default.steps_per_pass),
+        walk_every_step: run.walk_every_step,
+        device: run.device,
+        steps_per_pass: run.steps_per_pass.unwrap_or(default.steps_per_pass),
         ..default
     }
 }

@@ -1,12 +1,12 @@
 //! `ndvm run`: evaluate one program over lanes.
 
 use crate::Failure;
-use crate::device::DeviceArg;
 use crate::{diagnostics, output};
 use clap::{Args, ValueEnum};
 use ndvm_bytecode::{Executable, Form};
 use ndvm_components::BindingsFile;
 use ndvm_components::input_file;
+use ndvm_components::scene::Device;
 use ndvm_engine::prelude::*;
 use std::path::Path;
 use std::time::Instant;
@@ -63,8 +63,8 @@ pub struct RunArgs {
     /// Where the numbers are computed: `gpu` walks on the CPU (recording the tape) and replays
     /// it — forward and gradient — on the GPU (f32 only); `auto` and `cpu` stay on the CPU
     /// (one evaluation does not pay for an upload). The JSON names the device.
-    #[arg(long, value_enum, default_value_t = DeviceArg::Auto, value_name = "cpu|gpu|auto")]
-    device: DeviceArg,
+    #[arg(long, default_value = "auto", value_name = "cpu|gpu|auto", value_parser = crate::flags::device())]
+    device: Device,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -194,7 +194,7 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
     if args.repeat == 0 {
         return Err(Failure::Usage("--repeat must be at least 1".into()));
     }
-    if args.device == DeviceArg::Gpu && args.precision == Precision::F64 {
+    if args.device == Device::Gpu && args.precision == Precision::F64 {
         return Err(Failure::Usage(
             "--device gpu computes in f32: use --precision f32".into(),
         ));
@@ -233,7 +233,7 @@ fn run_with<R: Real>(args: &RunArgs) -> Result<(), Failure> {
     let mut times = Vec::with_capacity(args.repeat);
     let mut adapter = None;
     let mut result = None;
-    let on_gpu = args.device == DeviceArg::Gpu;
+    let on_gpu = args.device == Device::Gpu;
     for _ in 0..args.repeat {
         let t = Instant::now();
         // The GPU replays a recorded tape: the walk records one even without --grad.

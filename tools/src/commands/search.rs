@@ -12,16 +12,18 @@
 
 use crate::Failure;
 use crate::files::{default_out, read_scene};
+use crate::flags::RunFlags;
 use crate::interrupt::interrupt_flag;
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use ndvm_components::scene::Precision;
+use ndvm_search::log::{LOG_FILES, LogWriter};
+use ndvm_search::report::RESULT_FILES;
+use ndvm_search::shards::Plan;
+use ndvm_search::shards::local::run_local_with;
+use ndvm_search::{Event, Record, Search, SearchOptions, SearchReport};
 use ndvm_systems::folder::{Folder, FolderError, LogFile};
-use ndvm_systems::search::local::run_local_with;
-use ndvm_systems::search::log::{LOG_FILES, LogWriter};
-use ndvm_systems::search::report::RESULT_FILES;
-use ndvm_systems::search::shard::Plan;
-use ndvm_systems::search::{Event, Record, Search, SearchOptions, SearchReport};
+use ndvm_systems::settings::Threads;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -46,10 +48,8 @@ pub struct SearchArgs {
     /// The search's seed (overrides the scene's `seed`): another seed, another search.
     #[arg(long, value_name = "N")]
     seed: Option<u64>,
-    /// Worker threads (default: the scene's `threads`, else one per core; never more than the
-    /// cores available). Under a calibration budget results do not depend on it.
-    #[arg(long, value_name = "N")]
-    threads: Option<usize>,
+    #[command(flatten)]
+    run: RunFlags,
     /// Write the log, results, frontier CSV and plot into this folder (created if missing;
     /// default: the scene's `search.out`, else `ndvm-out/<scene>/`).
     #[arg(long, value_name = "DIR")]
@@ -63,16 +63,6 @@ pub struct SearchArgs {
     /// Rows of the best-skeletons table.
     #[arg(long, value_name = "N", default_value_t = 10)]
     top: usize,
-    /// Walk every step instead of replaying tapes (the same results, more time).
-    #[arg(long)]
-    walk_every_step: bool,
-    /// Steps each calibration takes per parallel pass (default 16; finished calibrations are
-    /// replaced between passes, so results depend on it, never on `--threads`).
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=100_000))]
-    steps_per_pass: Option<u32>,
-    /// Where calibrations replay (default: the scene's `device`, else auto; docs/gpu.md).
-    #[arg(long, value_enum, value_name = "cpu|gpu|auto")]
-    device: Option<crate::device::DeviceArg>,
     /// Run the search as N shards at once, each on a worker of its own, merged into one result
     /// (docs/search.md, "Shards"): the search's cores share nothing. Results depend on N, never
     /// on `--threads`; one shard is the plain search. The log is written when it ends.
@@ -130,17 +120,17 @@ pub fn search(args: SearchArgs) -> Result<(), Failure> {
     // Claim the folder before any work, so a long search cannot end with nowhere to go; it
     // changes only once the search has begun.
     let folder = claim(&out, &args.scene)?;
-    let log = folder.log();
+    let log = LogWriter::in_folder(&folder);
     let interrupted = interrupt_flag();
     let options = SearchOptions {
-        threads: args.threads,
+        threads: args.run.threads,
         seconds: args.budget_seconds,
         calibrations: args.calibrations,
         interrupted: Some(interrupted.clone()),
         precision,
-        walk_every_step: args.walk_every_step,
-        steps_per_pass: args.steps_per_pass,
-        device: args.device.map(Into::into),
+        walk_every_step: args.run.walk_every_step,
+        steps_per_pass: args.run.steps_per_pass,
+        device: args.run.device,
         ..SearchOptions::default()
     };
     if let Some(plan) = plan {
@@ -153,9 +143,7 @@ pub fn search(args: SearchArgs) -> Result<(), Failure> {
     let bar = status_line(&search);
     // A writer thread pays where the search has cores to spare; on two it only takes turns
     // (and a full channel stalls the search: 16 threads asked for on 2 cores start 2 workers).
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let workers = args.threads.or(scene.threads).filter(|&t| t > 0);
-    let workers = workers.unwrap_or(cores).min(cores);
+    let workers = Threads::resolve(args.run.threads, &scene).workers();
     let mut log = Logger::new(log, workers >= 4);
     // The line is redrawn at most ten times a second: a progress event comes after every
     // pass (hundreds a second), in the search's serial part between passes.
@@ -289,7 +277,7 @@ fn finish(
 }
 
 /// The streamed log: `calibrations.jsonl`, and `programs.jsonl` with each program's source
-/// once, written before the first calibration that names it (`ndvm_systems::search::log`).
+/// once, written before the first calibration that names it (`ndvm_search::log`).
 type Log = LogWriter<LogFile>;
 
 /// The calibration log, written as the search goes: inline, or on a thread of its own when the

@@ -71,7 +71,7 @@ pub(super) fn draw(s: &mut String, report: &FitReport) -> Drawn {
         .map(|i| &report.candidates[i])
         .filter(|c| c.loss.is_finite() && c.loss > 0.0)
         .collect();
-    let size = |c: &CandidateResult| crate::search::record::size(&c.src) as f64;
+    let size = |c: &CandidateResult| crate::report::size(&c.src) as f64;
     let has_r2 = ok.iter().any(|c| c.held_out_r2.is_some());
     let root =
         SVGBackend::with_string(s, (800, if has_r2 { 640 } else { 400 })).into_drawing_area();
