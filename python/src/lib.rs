@@ -556,20 +556,13 @@ fn fit_json(
     let scene = scene_of(scene, json).map_err(input_err)?;
     let base = Path::new(base).to_path_buf();
     let out = interrupt::interruptible(py, move |flag| -> Result<String, String> {
-        let (mut members, warnings) =
-            ndvm_systems::population::build(&scene, &base).map_err(|e| e.to_string())?;
-        if let (Some(k), Some(n)) = (shard, num_shards) {
-            members.retain(|m| m.candidate.index % n == k);
-        }
         let options = FitOptions {
             threads,
             interrupted: Some(flag),
             ..FitOptions::default()
         };
-        let mut fit = Fit::with_members(&scene, members, &options).map_err(|e| e.to_string())?;
-        let mut report = fit.run(|_| {});
-        report.warnings = warnings;
-        Ok(ndvm_systems::report::to_json(&report, None, 0))
+        let part = shard.zip(num_shards);
+        ndvm_systems::report::parts::fit(&scene, &base, part, &options)
     })?;
     out.map_err(input_err)
 }
@@ -579,66 +572,7 @@ fn fit_json(
 /// ran on, as a list, when they differ).
 #[pyfunction]
 fn merge_results(parts: Vec<String>) -> PyResult<String> {
-    use serde_json::Value;
-    let mut candidates: Vec<Value> = Vec::new();
-    let mut warnings: Vec<String> = Vec::new();
-    let mut devices: Vec<Value> = Vec::new();
-    for (i, p) in parts.iter().enumerate() {
-        let v: Value = serde_json::from_str(p).map_err(|e| input_err(e.to_string()))?;
-        if !v["device"].is_null() && !devices.contains(&v["device"]) {
-            devices.push(v["device"].clone());
-        }
-        if let Some(cs) = v["candidates"].as_array() {
-            candidates.extend(cs.iter().cloned());
-        }
-        if i == 0
-            && let Some(ws) = v["warnings"].as_array()
-        {
-            warnings = ws
-                .iter()
-                .filter_map(|w| w.as_str().map(String::from))
-                .collect();
-        }
-    }
-    candidates.sort_by_key(|c| c["index"].as_u64().unwrap_or(u64::MAX));
-    candidates.dedup_by_key(|c| c["index"].as_u64());
-    let rank_loss = |c: &Value| {
-        c["loss"]
-            .as_f64()
-            .filter(|x| x.is_finite())
-            .unwrap_or(f64::INFINITY)
-    };
-    let failed = |c: &Value| matches!(c["status"].as_str(), Some("failed" | "non-finite"));
-    let mut ranking: Vec<usize> = (0..candidates.len()).collect();
-    ranking.sort_by(|&a, &b| {
-        let (ca, cb) = (&candidates[a], &candidates[b]);
-        failed(ca)
-            .cmp(&failed(cb))
-            .then(rank_loss(ca).total_cmp(&rank_loss(cb)))
-            .then(a.cmp(&b))
-    });
-    #[derive(serde::Serialize)]
-    struct Merged {
-        /// The parts' device when they agree, else every device they ran on.
-        #[serde(skip_serializing_if = "Value::is_null")]
-        device: Value,
-        candidates: Vec<Value>,
-        #[serde(skip_serializing_if = "Vec::is_empty")]
-        warnings: Vec<String>,
-        ranking: Vec<usize>,
-    }
-    let device = match devices.len() {
-        0 => Value::Null,
-        1 => devices.swap_remove(0),
-        _ => Value::Array(devices),
-    };
-    let m = Merged {
-        device,
-        candidates,
-        warnings,
-        ranking,
-    };
-    serde_json::to_string_pretty(&m).map_err(|e| input_err(e.to_string()))
+    ndvm_systems::report::parts::merge(&parts).map_err(input_err)
 }
 
 /// Runs a search scene (`ndvm search`) and returns its results JSON.

@@ -19,8 +19,6 @@
 
 use crate::record::Record;
 use ndvm_systems::folder::{Folder, LogFile};
-use serde::Serialize;
-use std::collections::BTreeMap;
 use std::collections::HashMap;
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::sync::Arc;
@@ -67,73 +65,6 @@ pub fn fingerprint(src: &str) -> u128 {
         h.finish()
     };
     (u128::from(half(0)) << 64) | u128::from(half(1))
-}
-
-/// A line of `programs.jsonl`.
-#[derive(Debug, Serialize)]
-pub struct ProgramLine<'a> {
-    pub program: u64,
-    pub skeleton: &'a str,
-    pub src: &'a str,
-}
-
-/// A line of `calibrations.jsonl`: the record without its program's text, then the time.
-#[derive(Debug, Serialize)]
-pub struct LogLine<'a> {
-    pub calibration: u64,
-    pub candidate: u64,
-    pub draw: u32,
-    pub proposer: &'a str,
-    pub name: &'a str,
-    pub program: u64,
-    pub params: &'a BTreeMap<String, f64>,
-    pub train_loss: f64,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub held_out_r2: Option<f64>,
-    pub success: bool,
-    pub status: &'static str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub detail: Option<&'a str>,
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
-    pub front: bool,
-    pub timing: LogTiming,
-}
-
-/// When a calibration finished, in seconds since the search started.
-#[derive(Debug, Serialize)]
-pub struct LogTiming {
-    pub elapsed_s: f64,
-}
-
-impl Record {
-    /// This record's line of `calibrations.jsonl`.
-    pub fn log_line(&self, elapsed_s: f64) -> LogLine<'_> {
-        LogLine {
-            calibration: self.calibration,
-            candidate: self.candidate,
-            draw: self.draw,
-            proposer: &self.proposer,
-            name: &self.name,
-            program: self.program,
-            params: &self.params,
-            train_loss: self.train_loss,
-            held_out_r2: self.held_out_r2,
-            success: self.success,
-            status: self.status,
-            detail: self.detail.as_deref(),
-            front: self.front,
-            timing: LogTiming { elapsed_s },
-        }
-    }
-
-    /// Its program's line of `programs.jsonl`.
-    pub fn program_line(&self) -> ProgramLine<'_> {
-        ProgramLine {
-            program: self.program,
-            skeleton: &self.skeleton,
-            src: &self.src,
-        }
-    }
 }
 
 /// Writes the log as it streams: a record's line of `calibrations.jsonl`, and before the first

@@ -8,21 +8,36 @@
 //! emulating a GPU) is named as such, and a device that failed mid-fit says why (the fit went on
 //! on the CPU).
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
-#[derive(Clone, Debug, PartialEq, Serialize)]
+/// The device a run used; read back as written (a shard's output carries it to the merge).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct DeviceUsed {
     /// `cpu` or `gpu`.
-    pub kind: &'static str,
+    pub kind: Kind,
     /// The GPU adapter, e.g. "NVIDIA H100 80GB HBM3 (Vulkan)".
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub adapter: Option<String>,
     /// The adapter is a CPU emulating a GPU: right, but slower than the CPU replay.
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub software: bool,
     /// Why the device stopped being used mid-fit (the rest ran on the CPU).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lost: Option<String>,
+}
+
+/// What ran the replays: `cpu` or `gpu` in the results.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Kind {
+    Cpu,
+    Gpu,
+}
+
+impl PartialEq<&str> for Kind {
+    fn eq(&self, name: &&str) -> bool {
+        matches!((self, *name), (Kind::Cpu, "cpu") | (Kind::Gpu, "gpu"))
+    }
 }
 
 impl Default for DeviceUsed {
@@ -34,7 +49,7 @@ impl Default for DeviceUsed {
 impl DeviceUsed {
     pub fn cpu() -> DeviceUsed {
         DeviceUsed {
-            kind: "cpu",
+            kind: Kind::Cpu,
             adapter: None,
             software: false,
             lost: None,
@@ -43,7 +58,7 @@ impl DeviceUsed {
 
     pub fn gpu(adapter: String, software: bool) -> DeviceUsed {
         DeviceUsed {
-            kind: "gpu",
+            kind: Kind::Gpu,
             adapter: Some(adapter),
             software,
             lost: None,
@@ -68,7 +83,7 @@ impl DeviceUsed {
 
     /// What ran: this device if it did `runs` group runs (or failed trying), else the CPU.
     pub fn ran(&self, runs: u64) -> DeviceUsed {
-        if self.kind == "gpu" && runs == 0 && self.lost.is_none() {
+        if self.kind == Kind::Gpu && runs == 0 && self.lost.is_none() {
             DeviceUsed::cpu()
         } else {
             self.clone()
@@ -121,5 +136,20 @@ mod tests {
             serde_json::to_string(&h100).expect("json"),
             r#"{"kind":"gpu","adapter":"NVIDIA H100 (Vulkan)"}"#
         );
+    }
+
+    #[test]
+    fn a_device_reads_back_as_it_was_written() {
+        let mut lost = DeviceUsed::gpu("llvmpipe (Vulkan)".into(), true);
+        lost.lost = Some("device lost".into());
+        for d in [
+            DeviceUsed::cpu(),
+            DeviceUsed::gpu("H100".into(), false),
+            lost,
+        ] {
+            let json = serde_json::to_string(&d).expect("json");
+            let back: DeviceUsed = serde_json::from_str(&json).expect("reads back");
+            assert_eq!(back, d, "{json}");
+        }
     }
 }

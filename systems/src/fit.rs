@@ -216,11 +216,11 @@ impl Fit {
             // A plugin's systems expect to see every step.
             world.resource_mut::<FitSettings>().steps_per_pass = 1;
         }
-        // Who steps whom (stages::pipeline::Piped): a CPU fit pipes every candidate it admits;
+        // Who steps whom (stages::pacing::Piped): a CPU fit pipes every candidate it admits;
         // with a device in use, only those the device leaves on the CPU are piped.
         let pacing = match device_in_use {
-            false => stages::pipeline::Pacing::all_piped(world.resource::<FitSettings>()),
-            true => stages::pipeline::Pacing {
+            false => stages::pacing::Pacing::all_piped(world.resource::<FitSettings>()),
+            true => stages::pacing::Pacing {
                 admit_piped: false,
                 stepped: true,
             },
@@ -243,10 +243,7 @@ impl Fit {
     /// Adds candidates to the population (pending: decoded and admitted on the next step, in
     /// population order, as the window allows). Their `index`es must be new.
     pub fn admit(&mut self, members: Vec<population::Member>) {
-        let piped = self
-            .world
-            .resource::<stages::pipeline::Pacing>()
-            .admit_piped;
+        let piped = self.world.resource::<stages::pacing::Pacing>().admit_piped;
         for m in members {
             self.max_steps = self.max_steps.max(u64::from(m.spec.steps));
             self.admitted += 1;
@@ -262,7 +259,7 @@ impl Fit {
             );
             // Spawned with its marker: inserting it later would move it between tables.
             if piped {
-                self.world.spawn((candidate, stages::pipeline::Piped));
+                self.world.spawn((candidate, stages::pacing::Piped));
             } else {
                 self.world.spawn(candidate);
             }

@@ -12,8 +12,9 @@
 //! gradients outside the evaluator stay `f64`.
 
 use bevy_ecs::prelude::*;
+use ndvm_components::prelude::*;
 use ndvm_engine::value::Value;
-use ndvm_engine::{Real, Vm};
+use ndvm_engine::{Bindings, Input, Real, Vm};
 
 /// A lane group's evaluator and the value its last walk returned.
 #[derive(Component, Debug)]
@@ -34,7 +35,7 @@ pub struct Machine<R: Real> {
     pub walks: u64,
     /// The tape on the GPU, the walk it came from and the lanes it runs (see `stages::gpu`).
     #[cfg(feature = "gpu")]
-    pub device: Option<crate::stages::gpu::OnDevice>,
+    pub device: Option<OnDevice>,
 }
 
 impl<R: Real> Default for Machine<R> {
@@ -108,5 +109,98 @@ pub fn locate(e: &ndvm_engine::Error, src: &str) -> String {
             format!("line {line}, column {col}: {e}")
         }
         None => e.to_string(),
+    }
+}
+
+/// The inputs of a candidate's `lanes` (the parameters first, in order).
+pub fn bind<R: Real>(lanes: &[usize], spec: &FitSpec, values: &ParamValues) -> Bindings<R> {
+    let points = spec.points();
+    let mut b = Bindings::new();
+    for name in &spec.params {
+        b.lanes(name, vec![R::zero(); lanes.len()]);
+    }
+    update_params(&mut b, lanes, spec, values);
+    if let Some(data) = &spec.data {
+        for (name, column) in &data.inputs {
+            let xs = lanes.iter().map(|l| R::from_f64(column[l % points]));
+            b.lane_data(name, xs.collect());
+        }
+    }
+    for (name, x) in &spec.shared.numbers {
+        b.constant(name, R::from_f64(*x));
+    }
+    for m in &spec.shared.matrices {
+        let data = m.data.iter().map(|&x| R::from_f64(x)).collect();
+        b.matrix(&m.name, m.rows, m.cols, data);
+    }
+    b
+}
+
+/// Rewrites the parameter values of `bindings` (made by [`bind`] for `lanes`) in place.
+#[inline]
+pub fn update_params<R: Real>(
+    bindings: &mut Bindings<R>,
+    lanes: &[usize],
+    spec: &FitSpec,
+    values: &ParamValues,
+) {
+    let points = spec.points().max(1);
+    for (p, item) in bindings
+        .items
+        .iter_mut()
+        .take(spec.params.len())
+        .enumerate()
+    {
+        let per_restart = &values.0[p * spec.restarts..(p + 1) * spec.restarts];
+        if let Input::Lanes(xs) = &mut item.value {
+            fill_restarts(xs, lanes, points, per_restart);
+        }
+    }
+}
+
+#[cfg(feature = "gpu")]
+/// A tape on the device and what it runs for (run by `stages::gpu`).
+#[derive(Debug)]
+pub struct OnDevice {
+    /// The machine's walk it came from ([`Machine::walks`]).
+    pub(crate) walk: u64,
+    pub(crate) tape: ndvm_gpu::DeviceTape,
+    /// A broadcast tape's candidate lanes and their inputs (parameters rewritten each step);
+    /// `None` for a tape that runs the walked lanes ([`Machine::walked`]) with the walk's own
+    /// bindings.
+    pub(crate) broadcast: Option<(Vec<usize>, Bindings<f32>)>,
+}
+
+/// Writes into `xs[i]` the value of the restart lane `lanes[i]` belongs to (`points` lanes per
+/// restart). Lanes ascend, so each restart's lanes are one run.
+#[inline]
+pub(crate) fn fill_restarts<R: Real>(
+    xs: &mut [R],
+    lanes: &[usize],
+    points: usize,
+    per_restart: &[f64],
+) {
+    let n = xs.len().min(lanes.len());
+    if n > 0 && lanes[n - 1] - lanes[0] == n - 1 {
+        // Consecutive lanes (a group as cut, not split): each run is known without reading
+        // the lanes, which are often out of cache by the next step (the loop below, reading a
+        // lane beside each store, was 7% of a search's one-thread time).
+        let (mut at, first) = (0, lanes[0]);
+        while at < n {
+            let r = (first + at) / points;
+            let run = ((r + 1) * points - first).min(n) - at;
+            xs[at..at + run].fill(R::from_f64(per_restart[r]));
+            at += run;
+        }
+        return;
+    }
+    let (mut x, mut end) = (R::zero(), 0);
+    for (slot, &l) in xs.iter_mut().zip(lanes) {
+        if l >= end {
+            let r = l / points;
+            x = R::from_f64(per_restart[r]);
+            end = (r + 1) * points;
+        }
+        *slot = x;
     }
 }

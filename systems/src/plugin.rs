@@ -64,25 +64,10 @@ type Hook = Arc<dyn Fn(&mut Schedule) + Send + Sync>;
 type Extension = Arc<dyn Any + Send + Sync>;
 
 /// Collects what plugins register; [`PluginsBuilder::build`] checks it.
-#[derive(Default)]
+#[derive(Debug, Default)]
 pub struct PluginsBuilder {
-    primitives: Registry,
-    hooks: Vec<Hook>,
-    extensions: BTreeMap<TypeId, (&'static str, Box<dyn Any + Send + Sync>)>,
+    plugins: Plugins,
     error: Option<RegistryError>,
-}
-
-impl std::fmt::Debug for PluginsBuilder {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("PluginsBuilder")
-            .field("primitives", &self.primitives.signature())
-            .field("hooks", &self.hooks.len())
-            .field(
-                "extensions",
-                &self.extensions.values().map(|e| e.0).collect::<Vec<_>>(),
-            )
-            .finish()
-    }
 }
 
 impl PluginsBuilder {
@@ -92,7 +77,7 @@ impl PluginsBuilder {
 
     /// Registers a numeric primitive (a name clash is reported by [`PluginsBuilder::build`]).
     pub fn primitive(&mut self, p: impl Primitive + 'static) -> &mut Self {
-        if let Err(e) = self.primitives.add(Arc::new(p))
+        if let Err(e) = self.plugins.primitives.add(Arc::new(p))
             && self.error.is_none()
         {
             self.error = Some(e);
@@ -103,18 +88,19 @@ impl PluginsBuilder {
     /// Adds systems to the stage schedule, e.g.
     /// `plugins.schedule(|s| { s.add_systems(log_losses.after(Stage::Optimize)); })`.
     pub fn schedule(&mut self, hook: impl Fn(&mut Schedule) + Send + Sync + 'static) -> &mut Self {
-        self.hooks.push(Arc::new(hook));
+        self.plugins.hooks.push(Arc::new(hook));
         self
     }
 
     /// The extension of type `T`, made with `T::default()` on first use (a search's proposer
     /// registry, say: `ndvm_search` adds a `proposer` method that registers through it).
     pub fn extension<T: Any + Default + Send + Sync>(&mut self) -> &mut T {
-        let entry = self
-            .extensions
+        let entry = (self.plugins.extensions)
             .entry(TypeId::of::<T>())
-            .or_insert_with(|| (std::any::type_name::<T>(), Box::new(T::default())));
-        entry.1.downcast_mut::<T>().expect("keyed by its type")
+            .or_insert_with(|| (std::any::type_name::<T>(), Arc::new(T::default())));
+        Arc::get_mut(&mut entry.1)
+            .and_then(|e| e.downcast_mut::<T>())
+            .expect("keyed by its type, and only the builder holds it")
     }
 
     /// Lets `plugin` register what it brings.
@@ -125,17 +111,10 @@ impl PluginsBuilder {
 
     /// The plugins, or the first registration error.
     pub fn build(&mut self) -> Result<Plugins, RegistryError> {
-        if let Some(e) = self.error.take() {
-            return Err(e);
+        match self.error.take() {
+            Some(e) => Err(e),
+            None => Ok(std::mem::take(&mut self.plugins)),
         }
-        Ok(Plugins {
-            primitives: std::mem::take(&mut self.primitives),
-            hooks: std::mem::take(&mut self.hooks),
-            extensions: std::mem::take(&mut self.extensions)
-                .into_iter()
-                .map(|(k, (name, v))| (k, (name, Extension::from(v))))
-                .collect(),
-        })
     }
 }
 

@@ -1,9 +1,10 @@
 //! The run flags `ndvm fit`, `ndvm profile` and `ndvm search` share (flattened into each), and
-//! `--device cpu|gpu|auto` parsed straight into the scene's [`Device`] (docs/gpu.md).
+//! `--device cpu|gpu|auto` and `--precision f32|f64` parsed straight into the scene's
+//! [`Device`] and [`Precision`] (docs/gpu.md).
 
 use clap::Args;
 use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
-use ndvm_components::scene::Device;
+use ndvm_components::scene::{Device, Precision};
 
 /// Worker threads, replay, steps per pass and the device: what the caller asks for over the
 /// scene's run settings (resolved by `ndvm_systems::settings`).
@@ -40,5 +41,13 @@ pub fn device() -> impl TypedValueParser<Value = Device> {
         "cpu" => Device::Cpu,
         "gpu" => Device::Gpu,
         _ => Device::Auto,
+    })
+}
+
+/// Parses `f32|f64` into a [`Precision`].
+pub fn precision() -> impl TypedValueParser<Value = Precision> {
+    PossibleValuesParser::new(["f32", "f64"]).map(|s| match s.as_str() {
+        "f32" => Precision::F32,
+        _ => Precision::F64,
     })
 }

@@ -10,7 +10,7 @@ use ndvm_components::prelude::*;
 use ndvm_components::scene::Precision;
 use ndvm_engine::prelude::*;
 use ndvm_systems::loss::{self, LaneAxes};
-use ndvm_systems::stages::walk::bind;
+use ndvm_systems::machine::bind;
 use rayon::prelude::*;
 use std::cell::RefCell;
 use std::sync::Arc;

@@ -13,10 +13,11 @@
 
 use crate::log::{LogWriter, Programs, fingerprint};
 use crate::record::Record;
+use crate::record::WireRecord;
 use crate::report::{self, LoopTimes, SearchReport};
 use crate::run::{MAX_WARNINGS, SearchError};
 use crate::shards::spill::{self, Spilled};
-use crate::shards::{MAX_PARTS, Plan, ShardOutput, WireRecord};
+use crate::shards::{MAX_PARTS, Plan, ShardOutput};
 use crate::tally::{ProposerTally, Tally};
 use crate::timeline::Timeline;
 use ndvm_components::scene::{Precision, Scene};
@@ -367,7 +368,7 @@ impl<'a, W: Write> Merger<'a, W> {
             first_success_s,
             threads: parts.iter().map(|o| o.threads).max().unwrap_or(0),
             profile: None,
-            device: parts.first().map(|o| o.device.device()).unwrap_or_default(),
+            device: parts.first().map(|o| o.device.clone()).unwrap_or_default(),
             search_loop,
             timeline,
             truth: crate::front::truth(scene),

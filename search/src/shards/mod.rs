@@ -27,16 +27,14 @@ pub use task::{
     DEFAULT_EPOCHS, DEFAULT_MIGRANTS, MAX_PARTS, MAX_TASKS, MIGRANT_POOL, ShardTask, WIRE, deal,
 };
 
-use crate::record::Record;
+use crate::record::{Record, WireRecord};
 use crate::report::LoopTimes;
 use crate::run::{Event, Search, SearchError, SearchOptions};
-use crate::tally::ProposerTally;
-use crate::tally::TopSkeletons;
+use crate::tally::{ProposerTally, TopSkeletons};
 use ndvm_components::scene::Scene;
 use ndvm_components::scene::search::{ProposerSpec, Success};
 use ndvm_systems::device::DeviceUsed;
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
 use std::path::Path;
 
 /// How a search is cut into tasks.
@@ -220,7 +218,7 @@ pub struct ShardOutput {
     pub unfinished: u64,
     pub wall_s: f64,
     pub threads: usize,
-    pub device: WireDevice,
+    pub device: DeviceUsed,
     pub search_loop: LoopTimes,
     /// The front's BIC penalty and loss floor ([`crate::front`]).
     #[serde(default)]
@@ -245,7 +243,7 @@ impl ShardOutput {
             unfinished: 0,
             wall_s: 0.0,
             threads: 0,
-            device: WireDevice::default(),
+            device: DeviceUsed::default(),
             search_loop: LoopTimes::default(),
             front_penalty: None,
             best: Vec::new(),
@@ -313,120 +311,11 @@ pub fn run_task_with(
         unfinished: report.summary.unfinished,
         wall_s: report.timing.wall_s,
         threads: report.timing.threads,
-        device: WireDevice::of(&report.summary.protocol.device),
+        device: report.summary.protocol.device.clone(),
         search_loop: report.timing.search_loop,
         front_penalty: report.front.penalty,
         best: best.ranked().into_iter().map(|r| r.src).collect(),
     })
-}
-
-/// A [`Record`] as a shard sends it: numbers as their bits (a NaN loss, an infinite constant and
-/// a missing R² all come back as they were), and the seconds into the shard's run.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct WireRecord {
-    pub calibration: u64,
-    pub candidate: u64,
-    pub draw: u32,
-    pub proposer: String,
-    pub name: String,
-    pub skeleton: String,
-    pub src: String,
-    pub params: BTreeMap<String, u64>,
-    pub train_loss: u64,
-    pub held_out_r2: Option<u64>,
-    pub success: bool,
-    pub status: String,
-    pub detail: Option<String>,
-    pub elapsed_s: f64,
-}
-
-/// The statuses a record can have.
-const STATUSES: [&str; 5] = ["done", "converged", "failed", "non-finite", "stopped"];
-
-impl WireRecord {
-    pub fn of(r: &Record, elapsed_s: f64) -> WireRecord {
-        WireRecord {
-            calibration: r.calibration,
-            candidate: r.candidate,
-            draw: r.draw,
-            proposer: r.proposer.clone(),
-            name: r.name.clone(),
-            skeleton: r.skeleton.clone(),
-            src: r.src.clone(),
-            params: r
-                .params
-                .iter()
-                .map(|(k, v)| (k.clone(), v.to_bits()))
-                .collect(),
-            train_loss: r.train_loss.to_bits(),
-            held_out_r2: r.held_out_r2.map(f64::to_bits),
-            success: r.success,
-            status: r.status.to_string(),
-            detail: r.detail.clone(),
-            elapsed_s,
-        }
-    }
-
-    /// The record back (an unknown status reads as `failed`).
-    pub fn record(&self) -> Record {
-        self.clone().into_record()
-    }
-
-    /// [`WireRecord::record`], its text moved rather than copied.
-    pub fn into_record(self) -> Record {
-        Record {
-            calibration: self.calibration,
-            candidate: self.candidate,
-            draw: self.draw,
-            status: STATUSES
-                .into_iter()
-                .find(|s| *s == self.status)
-                .unwrap_or("failed"),
-            proposer: self.proposer,
-            name: self.name,
-            skeleton: self.skeleton,
-            program: 0,
-            src: self.src,
-            params: (self.params.into_iter())
-                .map(|(k, v)| (k, f64::from_bits(v)))
-                .collect(),
-            train_loss: f64::from_bits(self.train_loss),
-            held_out_r2: self.held_out_r2.map(f64::from_bits),
-            success: self.success,
-            detail: self.detail,
-            // The merge's tally decides it again, in the merged order.
-            front: false,
-        }
-    }
-}
-
-/// [`DeviceUsed`] as a shard sends it.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct WireDevice {
-    pub kind: String,
-    pub adapter: Option<String>,
-    pub software: bool,
-    pub lost: Option<String>,
-}
-
-impl WireDevice {
-    fn of(d: &DeviceUsed) -> WireDevice {
-        WireDevice {
-            kind: d.kind.to_string(),
-            adapter: d.adapter.clone(),
-            software: d.software,
-            lost: d.lost.clone(),
-        }
-    }
-
-    pub fn device(&self) -> DeviceUsed {
-        DeviceUsed {
-            kind: if self.kind == "gpu" { "gpu" } else { "cpu" },
-            adapter: self.adapter.clone(),
-            software: self.software,
-            lost: self.lost.clone(),
-        }
-    }
 }
 
 #[cfg(test)]
@@ -447,36 +336,5 @@ mod tests {
             );
             assert!(hi - lo <= 1, "{s:?}");
         }
-    }
-
-    #[test]
-    fn a_record_crosses_the_wire_unchanged() {
-        let r = Record {
-            calibration: 3,
-            candidate: 1,
-            draw: 2,
-            proposer: "evolve".into(),
-            name: "n".into(),
-            skeleton: "(* P x)".into(),
-            program: 0,
-            src: "(* a x)".into(),
-            params: [("a".to_string(), f64::INFINITY), ("b".into(), -0.1)].into(),
-            train_loss: f64::NAN,
-            held_out_r2: None,
-            success: false,
-            status: "non-finite",
-            detail: Some("why".into()),
-            front: false,
-        };
-        let text = serde_json::to_string(&WireRecord::of(&r, 0.5)).expect("json");
-        let back: WireRecord = serde_json::from_str(&text).expect("parses");
-        let got = back.record();
-        assert!(got.train_loss.is_nan());
-        assert_eq!(got.params["a"], f64::INFINITY);
-        assert_eq!(
-            serde_json::to_string(&got.log_line(0.5)).expect("json"),
-            serde_json::to_string(&r.log_line(0.5)).expect("json")
-        );
-        assert_eq!(back.elapsed_s, 0.5);
     }
 }

@@ -15,7 +15,7 @@
 
 use crate::log::fingerprint;
 use crate::record::Record;
-use crate::shards::WireRecord;
+use crate::record::WireRecord;
 use std::fs::File;
 use std::io::{BufReader, BufWriter, Read, Write};
 use tempfile::TempPath;

@@ -15,3 +15,14 @@ pub mod lm;
 pub mod trial;
 
 pub use first_order::step;
+
+use ndvm_components::prelude::{History, ParamValues};
+
+/// The constants the last recorded loss was evaluated at (parameter-major).
+pub fn final_values<'a>(history: &'a History, values: &'a ParamValues) -> &'a [f64] {
+    if history.evaluated.len() == values.0.len() {
+        &history.evaluated
+    } else {
+        &values.0
+    }
+}

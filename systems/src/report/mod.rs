@@ -12,6 +12,7 @@
 
 pub mod convergence;
 pub mod curve;
+pub mod parts;
 pub mod plots;
 pub mod selection;
 pub mod snippet;
@@ -20,6 +21,7 @@ pub mod warnings;
 
 use crate::device::DeviceUsed;
 use crate::loss::{self, LaneAxes};
+use crate::optim::final_values;
 use crate::profile::ProfileReport;
 use bevy_ecs::prelude::*;
 use ndvm_components::prelude::*;
@@ -302,15 +304,6 @@ fn add_uncertainty(
     }
 }
 
-/// The constants the last recorded loss was evaluated at (parameter-major).
-pub(crate) fn final_values<'a>(history: &'a History, values: &'a ParamValues) -> &'a [f64] {
-    if history.evaluated.len() == values.0.len() {
-        &history.evaluated
-    } else {
-        &values.0
-    }
-}
-
 /// Where a restart's loss went non-finite: the first lane of `restart` whose output is not a
 /// finite number (its data row, in file order, when the lanes are data points).
 fn non_finite_detail(
@@ -362,17 +355,22 @@ fn rank_loss(x: f64) -> f64 {
     if x.is_finite() { x } else { f64::INFINITY }
 }
 
+/// The ranking's order of two candidates by status and loss: failed and NaN last, the lower
+/// loss first (ties are left to the caller: population order).
+pub(crate) fn rank(status_a: &str, loss_a: f64, status_b: &str, loss_b: f64) -> std::cmp::Ordering {
+    let failed = |s: &str| matches!(s, "failed" | "non-finite");
+    failed(status_a)
+        .cmp(&failed(status_b))
+        .then(rank_loss(loss_a).total_cmp(&rank_loss(loss_b)))
+}
+
 impl FitReport {
     /// Candidate indices, best loss first (failed and NaN last, ties in population order).
     pub fn ranking(&self) -> Vec<usize> {
         let mut order: Vec<usize> = (0..self.candidates.len()).collect();
         order.sort_by(|&a, &b| {
             let (ca, cb) = (&self.candidates[a], &self.candidates[b]);
-            let failed = |c: &CandidateResult| matches!(c.status, "failed" | "non-finite");
-            failed(ca)
-                .cmp(&failed(cb))
-                .then(rank_loss(ca.loss).total_cmp(&rank_loss(cb.loss)))
-                .then(a.cmp(&b))
+            rank(ca.status, ca.loss, cb.status, cb.loss).then(a.cmp(&b))
         });
         order
     }

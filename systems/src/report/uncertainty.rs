@@ -19,8 +19,8 @@
 //! positive definite gives no standard errors but a warning: a constant the data does not
 //! pin down, or a point that is not a minimum.
 
+use crate::machine::bind;
 use crate::optim::dense::{inverse, normal_equations};
-use crate::stages::walk::bind;
 use ndvm_bytecode::Executable;
 use ndvm_components::prelude::*;
 use ndvm_engine::prelude::*;

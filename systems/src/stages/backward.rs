@@ -14,7 +14,7 @@
 
 use crate::machine::Machine;
 use crate::profile::{Profile, Stage, StageTimer};
-use crate::stages::pipeline::Piped;
+use crate::stages::pacing::Piped;
 use bevy_ecs::prelude::*;
 use ndvm_components::prelude::*;
 use ndvm_engine::Real;

@@ -27,14 +27,14 @@
 mod cost;
 mod tape;
 
+pub use crate::machine::OnDevice;
 pub use cost::CostModel;
-pub use tape::OnDevice;
 
 use crate::device::DeviceUsed;
 use crate::machine::{Machine, positions};
 use crate::profile::{Profile, Stage, StageTimer};
 use crate::resources::{DeviceWidth, FitSettings, StopSignal};
-use crate::stages::pipeline::{Pacing, Piped};
+use crate::stages::pacing::{Pacing, Piped};
 use crate::stages::replay::split_off;
 use crate::stages::schedule::OnHost;
 use bevy_ecs::prelude::*;

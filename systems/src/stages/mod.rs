@@ -14,6 +14,7 @@ pub mod decode;
 pub mod gpu;
 pub mod merge_masks;
 pub mod optimize;
+pub mod pacing;
 pub mod pipeline;
 pub mod replay;
 pub mod schedule;

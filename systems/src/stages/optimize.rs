@@ -19,7 +19,7 @@ use crate::optim::trial::{self, LeastSquares, Verdict};
 use crate::profile::{Profile, Stage, StageTimer};
 use crate::resources::StopSignal;
 use crate::stages::merge_masks::{GroupView, merge_candidate};
-use crate::stages::pipeline::Piped;
+use crate::stages::pacing::Piped;
 use bevy_ecs::prelude::*;
 use ndvm_components::prelude::*;
 use rayon::prelude::*;

@@ -34,6 +34,7 @@ use crate::profile::{Counters, Profile, Stage};
 use crate::resources::{FitSettings, ScoreFn, Scorer, StopSignal};
 use crate::stages::merge_masks::GroupView;
 use crate::stages::optimize::{Fitting, merge_and_step, sample_weight};
+use crate::stages::pacing::{Pacing, Piped};
 use crate::stages::replay::{Outcome, replay_differentiate};
 use crate::stages::walk::{Inputs, walk_differentiate};
 use crate::trace::TaskTime;
@@ -94,35 +95,6 @@ impl<R: Real> Slot<'_, R> {
         match self {
             Slot::Entity { group, out, .. } => (group, out),
             Slot::Born(b) => (&b.0, &b.2),
-        }
-    }
-}
-
-/// Marks a candidate that takes its steps in the pipeline's tasks; the stage systems step the
-/// others, one step per schedule run. A CPU fit admits every candidate piped (unless it steps
-/// a step at a time: `steps_per_pass` 1, `walk_every_step`, plugin hooks). While a device is in
-/// use its candidates step at the GPU stage's pace; one the device does not take
-/// ([`crate::stages::schedule::OnHost`]) is piped from the next schedule run on, and once the
-/// device is lost every candidate is ([`Pacing`]).
-#[derive(Component, Clone, Copy, Debug, Default)]
-pub struct Piped;
-
-/// Who steps the candidates ([`Piped`]).
-#[derive(Resource, Clone, Copy, Debug)]
-pub struct Pacing {
-    /// Candidates admitted from now on are piped.
-    pub admit_piped: bool,
-    /// The stage systems run: some candidates are not piped (their run condition).
-    pub stepped: bool,
-}
-
-impl Pacing {
-    /// Every candidate piped from now on, in a fit that pipes at all.
-    pub fn all_piped(settings: &FitSettings) -> Pacing {
-        let piped = settings.pipelined();
-        Pacing {
-            admit_piped: piped,
-            stepped: !piped,
         }
     }
 }
@@ -398,7 +370,7 @@ fn advance<R: Real>(
         && matches!(*f.status, Status::Done { .. } | Status::Stopped { .. })
         && !shared.stop.requested()
     {
-        let at = crate::report::final_values(f.history, f.values);
+        let at = crate::optim::final_values(f.history, f.values);
         f.history.held_out_r2 = Some(score(source, &spec.params, at, spec.restarts));
     }
     done

@@ -27,12 +27,12 @@
 //!
 //! [`Vm::replay`]: ndvm_engine::Vm::replay
 
+use crate::machine::update_params;
 use crate::machine::{Machine, spawn_group};
 use crate::profile::{Counters, Profile, Stage, StageTimer};
 use crate::resources::FitSettings;
 use crate::stages::backward::differentiate;
-use crate::stages::pipeline::Piped;
-use crate::stages::walk::update_params;
+use crate::stages::pacing::Piped;
 use bevy_ecs::prelude::*;
 use ndvm_components::prelude::*;
 use ndvm_engine::tape::GuardKind;

@@ -12,11 +12,11 @@
 //! step instead of two). Groups are walked in parallel (rayon); one group's walk is sequential,
 //! so its numbers do not depend on the thread count.
 
-use crate::machine::{Machine, locate};
+use crate::machine::{Machine, bind, locate};
 use crate::profile::{Counters, Profile, Stage, StageTimer};
 use crate::resources::StopSignal;
 use crate::stages::backward::differentiate;
-use crate::stages::pipeline::Piped;
+use crate::stages::pacing::Piped;
 use bevy_ecs::prelude::*;
 use ndvm_bytecode::Executable;
 use ndvm_components::prelude::*;
@@ -127,79 +127,6 @@ pub(crate) fn walk_differentiate<R: Real>(
     }
 }
 
-/// Rewrites the parameter values of `bindings` (made by [`bind`] for `lanes`) in place.
-pub fn update_params<R: Real>(
-    bindings: &mut Bindings<R>,
-    lanes: &[usize],
-    spec: &FitSpec,
-    values: &ParamValues,
-) {
-    let points = spec.points().max(1);
-    for (p, item) in bindings
-        .items
-        .iter_mut()
-        .take(spec.params.len())
-        .enumerate()
-    {
-        let per_restart = &values.0[p * spec.restarts..(p + 1) * spec.restarts];
-        if let Input::Lanes(xs) = &mut item.value {
-            fill_restarts(xs, lanes, points, per_restart);
-        }
-    }
-}
-
-/// Writes into `xs[i]` the value of the restart lane `lanes[i]` belongs to (`points` lanes per
-/// restart). Lanes ascend, so each restart's lanes are one run.
-fn fill_restarts<R: Real>(xs: &mut [R], lanes: &[usize], points: usize, per_restart: &[f64]) {
-    let n = xs.len().min(lanes.len());
-    if n > 0 && lanes[n - 1] - lanes[0] == n - 1 {
-        // Consecutive lanes (a group as cut, not split): each run is known without reading
-        // the lanes, which are often out of cache by the next step (the loop below, reading a
-        // lane beside each store, was 7% of a search's one-thread time).
-        let (mut at, first) = (0, lanes[0]);
-        while at < n {
-            let r = (first + at) / points;
-            let run = ((r + 1) * points - first).min(n) - at;
-            xs[at..at + run].fill(R::from_f64(per_restart[r]));
-            at += run;
-        }
-        return;
-    }
-    let (mut x, mut end) = (R::zero(), 0);
-    for (slot, &l) in xs.iter_mut().zip(lanes) {
-        if l >= end {
-            let r = l / points;
-            x = R::from_f64(per_restart[r]);
-            end = (r + 1) * points;
-        }
-        *slot = x;
-    }
-}
-
-/// The inputs of a candidate's `lanes` (the parameters first, in order).
-pub fn bind<R: Real>(lanes: &[usize], spec: &FitSpec, values: &ParamValues) -> Bindings<R> {
-    let points = spec.points();
-    let mut b = Bindings::new();
-    for name in &spec.params {
-        b.lanes(name, vec![R::zero(); lanes.len()]);
-    }
-    update_params(&mut b, lanes, spec, values);
-    if let Some(data) = &spec.data {
-        for (name, column) in &data.inputs {
-            let xs = lanes.iter().map(|l| R::from_f64(column[l % points]));
-            b.lane_data(name, xs.collect());
-        }
-    }
-    for (name, x) in &spec.shared.numbers {
-        b.constant(name, R::from_f64(*x));
-    }
-    for m in &spec.shared.matrices {
-        let data = m.data.iter().map(|&x| R::from_f64(x)).collect();
-        b.matrix(&m.name, m.rows, m.cols, data);
-    }
-    b
-}
-
 /// Walks one group, leaving its result in the machine and its per-lane outputs in `out`.
 fn walk_group<R: Real>(
     machine: &mut Machine<R>,
@@ -236,7 +163,7 @@ fn walk_group<R: Real>(
 
 #[cfg(test)]
 mod tests {
-    use super::fill_restarts;
+    use crate::machine::fill_restarts;
 
     /// Consecutive lanes (filled by runs) and split ones (lane by lane) both give each lane its
     /// restart's value.

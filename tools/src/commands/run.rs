@@ -2,11 +2,11 @@
 
 use crate::Failure;
 use crate::{diagnostics, output};
-use clap::{Args, ValueEnum};
+use clap::Args;
 use ndvm_bytecode::{Executable, Form};
 use ndvm_components::BindingsFile;
 use ndvm_components::input_file;
-use ndvm_components::scene::Device;
+use ndvm_components::scene::{Device, Precision};
 use ndvm_engine::prelude::*;
 use std::path::Path;
 use std::time::Instant;
@@ -40,7 +40,7 @@ pub struct RunArgs {
     #[arg(long)]
     json: bool,
     /// Payload precision.
-    #[arg(long, value_enum, default_value_t = Precision::F32)]
+    #[arg(long, default_value = "f32", value_name = "f32|f64", value_parser = crate::flags::precision())]
     precision: Precision,
     /// Evaluate N times, reusing the decoded program, and report the median time per evaluation.
     #[arg(long, value_name = "N", default_value_t = 1)]
@@ -65,12 +65,6 @@ pub struct RunArgs {
     /// (one evaluation does not pay for an upload). The JSON names the device.
     #[arg(long, default_value = "auto", value_name = "cpu|gpu|auto", value_parser = crate::flags::device())]
     device: Device,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-enum Precision {
-    F32,
-    F64,
 }
 
 impl RunArgs {

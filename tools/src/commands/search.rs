@@ -58,8 +58,8 @@ pub struct SearchArgs {
     #[arg(long)]
     json: bool,
     /// The evaluator's precision (default: the scene's, else f32).
-    #[arg(long, value_name = "f32|f64")]
-    precision: Option<String>,
+    #[arg(long, value_name = "f32|f64", value_parser = crate::flags::precision())]
+    precision: Option<Precision>,
     /// Rows of the best-skeletons table.
     #[arg(long, value_name = "N", default_value_t = 10)]
     top: usize,
@@ -87,16 +87,7 @@ pub fn search(args: SearchArgs) -> Result<(), Failure> {
         );
         return Err(Failure::Program);
     };
-    let precision = match args.precision.as_deref() {
-        None => None,
-        Some("f32") => Some(Precision::F32),
-        Some("f64") => Some(Precision::F64),
-        Some(p) => {
-            return Err(Failure::Usage(format!(
-                "--precision: `{p}` is not f32 or f64"
-            )));
-        }
-    };
+    let precision = args.precision;
     if let Some(s) = args.budget_seconds {
         ndvm_components::limits::check_seconds("--budget-seconds", s).map_err(Failure::Usage)?;
     }

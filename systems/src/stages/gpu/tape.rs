@@ -8,25 +8,12 @@
 //! and replayed until the group walks again.
 
 use super::CostModel;
-use crate::machine::Machine;
+use crate::machine::{Machine, OnDevice, bind, update_params};
 use crate::profile::Profile;
-use crate::stages::walk::{bind, update_params};
 use ndvm_bytecode::Executable;
 use ndvm_components::prelude::*;
 use ndvm_engine::prelude::*;
-use ndvm_gpu::{Adapter, DeviceRun, DeviceTape, Gpu, GpuError, Kernel, Segmenting};
-
-/// A tape on the device and what it runs for.
-#[derive(Debug)]
-pub struct OnDevice {
-    /// The machine's walk it came from ([`Machine::walks`]).
-    walk: u64,
-    tape: DeviceTape,
-    /// A broadcast tape's candidate lanes and their inputs (parameters rewritten each step);
-    /// `None` for a tape that runs the walked lanes ([`Machine::walked`]) with the walk's own
-    /// bindings.
-    broadcast: Option<(Vec<usize>, Bindings<f32>)>,
-}
+use ndvm_gpu::{Adapter, DeviceRun, Gpu, GpuError, Kernel, Segmenting};
 
 impl OnDevice {
     /// The candidate lanes the tape runs, in the order of its columns.

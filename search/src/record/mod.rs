@@ -2,6 +2,10 @@
 //! [`Record`], a line of the calibration log streamed to disk as it finishes. What the search
 //! keeps of them is its tally ([`crate::tally`]).
 
+pub mod views;
+
+pub use views::{LogLine, LogTiming, ProgramLine, WireRecord};
+
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::hash::{DefaultHasher, Hash, Hasher};
