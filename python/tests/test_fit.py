@@ -98,3 +98,11 @@ def test_one_shard_is_the_plain_search_and_shards_write_a_whole_log(tmp_path):
     assert (out / "frontier.svg").read_text().startswith("<svg")
     # The shards of a round run at once on the workers: the same result on two.
     assert ndvm.search_sharded(scene, 3, threads=2, calibrations=300, epochs=2) == r
+
+
+def test_a_trajectory_scene_recovers_its_rates():
+    r = ndvm.fit(SCENES / "lotka_volterra_trajectory.scene.ron")
+    c = r["candidates"][0]
+    assert c["status"] == "converged"
+    for name, truth in {"alpha": 1.0, "beta": 0.1, "delta": 0.075, "gamma": 1.5}.items():
+        assert abs(c["params"][name] - truth) < 1e-6 * truth, (name, c["params"])

@@ -101,6 +101,9 @@ mod defaults {
     pub fn train() -> f64 {
         1.0
     }
+    pub fn substeps() -> u32 {
+        10
+    }
 }
 
 /// The evaluator's number type.
@@ -256,6 +259,26 @@ pub enum Data {
         #[serde(default)]
         split: Split,
     },
+    /// Time series of a system's states, one or several trajectories in one CSV file. Each
+    /// candidate is a right-hand side, `(define (rhs t x y …) [dx dy …])` (its arguments the time
+    /// and the states in the order of `states`, its value their derivatives as a vector), which
+    /// the fit integrates over every trajectory from its first observation; the loss is the
+    /// squared distance to every later observation, each state divided by its spread
+    /// (docs/fitting.md, "Trajectories").
+    Trajectory {
+        path: String,
+        /// The time column.
+        time: String,
+        /// The states' columns, in the order `rhs` takes the states.
+        states: Vec<String>,
+        /// The column naming each row's trajectory (a trajectory's rows together); without
+        /// it the file is one trajectory.
+        #[serde(default)]
+        id: Option<String>,
+        /// Runge–Kutta (RK4) steps between two observations.
+        #[serde(default = "defaults::substeps")]
+        substeps: u32,
+    },
 }
 
 /// Values of one synthetic input.
@@ -405,6 +428,28 @@ impl Scene {
                 column: 1,
             })
         };
+        if let Some(Data::Trajectory {
+            time,
+            states,
+            id,
+            substeps,
+            ..
+        }) = &self.data
+        {
+            if self.search.is_some() {
+                return fail(
+                    "a search's `data` cannot be a `Trajectory` yet: fit a model of it with `ndvm fit`"
+                        .into(),
+                );
+            }
+            if self.loss != Loss::Output {
+                return fail(
+                    "a `Trajectory`'s loss is the integrated model's distance to it: leave `loss` out"
+                        .into(),
+                );
+            }
+            check_trajectory(time, states, id.as_deref(), *substeps).or_else(fail)?;
+        }
         if let Some(search) = &self.search {
             self.check_search(search).or_else(fail)?;
         } else if self.candidates.is_empty() {
@@ -431,6 +476,12 @@ impl Scene {
                 ..
             } = c
             {
+                if matches!(**d, Data::Trajectory { .. }) {
+                    return fail(
+                        "a candidate's own `data` cannot be a `Trajectory`: give it as the scene's `data`"
+                            .into(),
+                    );
+                }
                 splits.push(d);
                 if parameters.as_ref().is_some_and(|p| p.restarts.count == 0) {
                     return fail("`restarts.count` must be at least 1".into());
@@ -523,7 +574,10 @@ impl Scene {
                 }
             }
         }
-        for Data::Csv { split, .. } | Data::Synthetic { split, .. } in splits {
+        for d in splits {
+            let (Data::Csv { split, .. } | Data::Synthetic { split, .. }) = d else {
+                continue;
+            };
             if !(split.train > 0.0 && split.train <= 1.0) {
                 return fail(format!(
                     "`split.train` must be in (0, 1], got {}",
@@ -569,7 +623,7 @@ impl Scene {
         if let Success::HeldOutR2(_) = search.success {
             let held_out = match &self.data {
                 Some(Data::Csv { split, .. } | Data::Synthetic { split, .. }) => split.train < 1.0,
-                None => false,
+                Some(Data::Trajectory { .. }) | None => false,
             };
             if self.loss != Loss::Mse || !held_out {
                 return Err(
@@ -581,6 +635,48 @@ impl Scene {
         }
         Ok(())
     }
+}
+
+/// Most states a trajectory's model may have.
+pub const TRAJECTORY_STATES: usize = 64;
+/// Most RK4 steps between two observations.
+pub const SUBSTEPS: u32 = 10_000;
+
+/// A `Trajectory`'s columns and sub-steps.
+fn check_trajectory(
+    time: &str,
+    states: &[String],
+    id: Option<&str>,
+    substeps: u32,
+) -> Result<(), String> {
+    if states.is_empty() {
+        return Err("a `Trajectory` needs at least one state in `states`".into());
+    }
+    if states.len() > TRAJECTORY_STATES {
+        return Err(format!(
+            "a `Trajectory` lists {} states, over the limit of {TRAJECTORY_STATES}",
+            states.len()
+        ));
+    }
+    let mut columns: Vec<&str> = vec![time];
+    columns.extend(id);
+    for s in states {
+        if columns.contains(&s.as_str()) {
+            return Err(format!(
+                "the column `{s}` is named twice among the `Trajectory`'s time, id and states"
+            ));
+        }
+        columns.push(s);
+    }
+    if id == Some(time) {
+        return Err(format!("the column `{time}` is both the time and the id"));
+    }
+    if !(1..=SUBSTEPS).contains(&substeps) {
+        return Err(format!(
+            "`substeps` must be between 1 and {SUBSTEPS}, got {substeps}"
+        ));
+    }
+    Ok(())
 }
 
 #[cfg(test)]

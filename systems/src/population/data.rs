@@ -44,6 +44,11 @@ pub enum DataError {
 /// Loads or makes `data`; CSV paths are relative to `base`.
 pub fn load(data: &Data, base: &Path) -> Result<Dataset, DataError> {
     match data {
+        Data::Trajectory { path, .. } => Err(DataError::Csv {
+            path: path.clone(),
+            message: "a trajectory is not a table of data points: give it as the scene's `data`"
+                .into(),
+        }),
         Data::Csv {
             path,
             columns,
@@ -71,6 +76,32 @@ pub fn load(data: &Data, base: &Path) -> Result<Dataset, DataError> {
             *split,
         ),
     }
+}
+
+/// The number in a CSV cell, or an error naming its row and column: not a number, or not a
+/// finite one.
+pub(crate) fn cell(path: &str, row: usize, column: &str, text: &str) -> Result<f64, DataError> {
+    let text = text.trim();
+    let place = || (path.to_string(), row, column.to_string(), text.to_string());
+    let x: f64 = text.parse().map_err(|_| {
+        let (path, row, column, text) = place();
+        DataError::NotANumber {
+            path,
+            row,
+            column,
+            text,
+        }
+    })?;
+    if x.is_finite() {
+        return Ok(x);
+    }
+    let (path, row, column, text) = place();
+    Err(DataError::NonFinite {
+        path,
+        row,
+        column,
+        text,
+    })
 }
 
 /// `columns: t, y` — at most [`COLUMNS_SHOWN`] names, then how many more (a file of 10⁶ columns
@@ -126,25 +157,9 @@ fn csv_columns(
     'rows: for (r, record) in reader.records().enumerate() {
         let record = record.map_err(|e| fail(e.to_string()))?;
         let row = r + 2; // 1-based, after the header
-        let number = |at: usize| -> Result<f64, DataError> {
-            let text = record.get(at).unwrap_or("").trim();
-            let column = || headers.get(at).unwrap_or("").trim().to_string();
-            let x: f64 = text.parse().map_err(|_| DataError::NotANumber {
-                path: shown.clone(),
-                row,
-                column: column(),
-                text: text.to_string(),
-            })?;
-            if x.is_finite() {
-                Ok(x)
-            } else {
-                Err(DataError::NonFinite {
-                    path: shown.clone(),
-                    row,
-                    column: column(),
-                    text: text.to_string(),
-                })
-            }
+        let number = |at: usize| {
+            let column = headers.get(at).unwrap_or("").trim();
+            cell(&shown, row, column, record.get(at).unwrap_or(""))
         };
         if (y.len() + 1).saturating_mul(wanted.len() + 1) > ndvm_components::limits::DATA_VALUES {
             return Err(fail(format!(

@@ -8,6 +8,7 @@
 //! streams by [`ndvm_components::candidate_stream`].
 
 pub mod data;
+pub mod trajectory;
 
 use data::DataError;
 use ndvm_bytecode::Form;
@@ -21,6 +22,7 @@ use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, StandardNormal};
 use std::path::Path;
 use std::sync::Arc;
+use trajectory::Trajectories;
 
 /// One candidate ready to spawn.
 #[derive(Clone, Debug)]
@@ -86,17 +88,34 @@ impl Protocol {
 pub struct Context {
     pub shared: Arc<SharedInputs>,
     pub data: Option<Arc<Dataset>>,
+    /// The scene's trajectories (its `data` as a `Trajectory`): among the shared inputs, and
+    /// integrated by every candidate ([`trajectory`]).
+    pub trajectories: Option<Arc<Trajectories>>,
 }
 
 impl Context {
     /// Loads the scene's shared inputs and data (paths relative to `base`).
     pub fn load(scene: &Scene, base: &Path) -> Result<Context, PopulationError> {
+        let mut shared = shared_inputs(scene, base)?;
+        let (data, trajectories) = match &scene.data {
+            Some(Data::Trajectory {
+                path,
+                time,
+                states,
+                id,
+                ..
+            }) => {
+                let t = Trajectories::read(&base.join(path), time, states, id.as_deref())?;
+                shared.matrices.extend(t.inputs());
+                (None, Some(Arc::new(t)))
+            }
+            Some(d) => (Some(Arc::new(data::load(d, base)?)), None),
+            None => (None, None),
+        };
         Ok(Context {
-            shared: Arc::new(shared_inputs(scene, base)?),
-            data: match &scene.data {
-                Some(d) => Some(Arc::new(data::load(d, base)?)),
-                None => None,
-            },
+            shared: Arc::new(shared),
+            data,
+            trajectories,
         })
     }
 }
@@ -167,7 +186,12 @@ pub fn build(scene: &Scene, base: &Path) -> Result<(Vec<Member>, Vec<String>), P
     let Context {
         shared,
         data: scene_data,
+        trajectories,
     } = Context::load(scene, base)?;
+    let substeps = match &scene.data {
+        Some(Data::Trajectory { substeps, .. }) => *substeps,
+        _ => 0,
+    };
     let protocol = Protocol::of_scene(scene);
     if let (Some(d), Some(data)) = (&scene_data, &scene.data) {
         warnings.extend(dropped_warning(d, data));
@@ -208,6 +232,16 @@ pub fn build(scene: &Scene, base: &Path) -> Result<(Vec<Member>, Vec<String>), P
                 message,
             });
         }
+        let source = match &trajectories {
+            Some(_) if form == Form::Assembly => {
+                return Err(PopulationError::Names {
+                    candidate: name,
+                    message: "a bytecode candidate cannot be a trajectory's right-hand side".into(),
+                });
+            }
+            Some(t) => t.program(&source, substeps),
+            None => source,
+        };
         let mut m = member(&protocol, index, name, source, params, data, shared.clone());
         m.candidate.form = form;
         members.push(m);

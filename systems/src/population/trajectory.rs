@@ -1,0 +1,299 @@
+//! Trajectories: time series of a system's states, and the model that is integrated over them.
+//!
+//! A `Trajectory` data source (`ndvm_components::scene::Data::Trajectory`) is a CSV file with a
+//! time column, one column per state and, optionally, a column naming each row's trajectory
+//! (several in one file, each one's rows together, times strictly increasing). Each trajectory
+//! becomes two shared matrix inputs — its times (`1 × n`) and its states (`n × d`) — and every
+//! candidate, a right-hand side `(define (rhs t x y …) [dx dy …])`, is followed by the ODE
+//! library ([`LIBRARY`], fixed-step RK4 in the dialect) and a last expression that integrates
+//! `rhs` over each trajectory from its first observation and sums the squared differences at
+//! every later observation, each state divided by its spread over the file (so states of
+//! different units weigh alike). One lane per restart runs the whole trajectory: memory and time
+//! grow linearly with its length, never one integration per observation. A run that blows up
+//! (a state past 1e100 or not a number) stops at once with an infinite loss.
+
+use crate::population::data::{DataError, cell};
+use ndvm_components::candidate::SharedMatrix;
+use ndvm_components::input_file;
+use std::path::Path;
+
+/// The ODE library, in the dialect. `(ode-rk4 f t s h)`: one classical Runge–Kutta step of
+/// `ds/dt = (f t s)` from the state vector `s` at time `t`; `(ode-advance f t0 t1 s n)`: `n` such
+/// steps from `t0` to `t1`; `(ode-sse f times obs scale n)`: the scaled squared error of the
+/// trajectory started at `obs`'s first row, against its later rows (`+inf.0` once a state
+/// blows up).
+pub const LIBRARY: &str = "\
+(define (ode-rk4 f t s h)
+  (let* ((k1 (f t s))
+         (k2 (f (+ t (* 0.5 h)) (+ s (* (* 0.5 h) k1))))
+         (k3 (f (+ t (* 0.5 h)) (+ s (* (* 0.5 h) k2))))
+         (k4 (f (+ t h) (+ s (* h k3)))))
+    (+ s (* (/ h 6) (+ k1 (* 2 k2) (* 2 k3) k4)))))
+(define (ode-advance f t0 t1 s n)
+  (let ((h (/ (- t1 t0) n)))
+    (loop ((j 0) (s s))
+      (if (= j n) s (recur (+ j 1) (ode-rk4 f (+ t0 (* j h)) s h))))))
+(define (ode-sse f times obs scale n)
+  (loop ((k 1) (s (ref obs 0)) (sse 0))
+    (if (= k (vlen times))
+        sse
+        (let* ((s1 (ode-advance f (ref times (- k 1)) (ref times k) s n))
+               (e (/ (- s1 (ref obs k)) scale))
+               (e2 (dot e e)))
+          (if (< e2 1e100) (recur (+ k 1) s1 (+ sse e2)) +inf.0)))))
+";
+
+/// One trajectory: its name, its times and its states (`times × states`, row-major).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Trajectory {
+    pub id: String,
+    pub times: Vec<f64>,
+    pub states: Vec<f64>,
+}
+
+/// A trajectory file: its trajectories in the order they appear, and each state's spread.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Trajectories {
+    pub states: Vec<String>,
+    pub runs: Vec<Trajectory>,
+}
+
+impl Trajectories {
+    /// Reads `path`: `time` and the `states` columns, one trajectory per value of the `id`
+    /// column (or the whole file).
+    pub fn read(
+        path: &Path,
+        time: &str,
+        states: &[String],
+        id: Option<&str>,
+    ) -> Result<Trajectories, DataError> {
+        let shown = path.display().to_string();
+        let fail = |message: String| DataError::Csv {
+            path: shown.clone(),
+            message,
+        };
+        let text = input_file::read(path, input_file::DATA_LIMIT).map_err(fail)?;
+        let mut reader = csv::Reader::from_reader(text.as_bytes());
+        let headers = reader.headers().map_err(|e| fail(e.to_string()))?.clone();
+        let index = |name: &str| {
+            headers
+                .iter()
+                .position(|h| h.trim() == name)
+                .ok_or_else(|| {
+                    let names: Vec<&str> = headers.iter().take(20).map(str::trim).collect();
+                    fail(format!(
+                        "no column `{name}` (columns: {})",
+                        names.join(", ")
+                    ))
+                })
+        };
+        let time_at = index(time)?;
+        let state_at: Vec<usize> = states.iter().map(|s| index(s)).collect::<Result<_, _>>()?;
+        let id_at = id.map(index).transpose()?;
+        let mut runs: Vec<Trajectory> = Vec::new();
+        let per_row = states.len() + 1;
+        for (r, record) in reader.records().enumerate() {
+            let record = record.map_err(|e| fail(e.to_string()))?;
+            let row = r + 2; // 1-based, after the header
+            if (r + 1).saturating_mul(per_row) > ndvm_components::limits::DATA_VALUES {
+                return Err(fail(format!(
+                    "more than {} values (rows × time and state columns): over the limit",
+                    ndvm_components::limits::DATA_VALUES
+                )));
+            }
+            let number =
+                |at: usize, column: &str| cell(&shown, row, column, record.get(at).unwrap_or(""));
+            let name = id_at.map_or("", |at| record.get(at).unwrap_or("").trim());
+            if runs.last().is_none_or(|t| t.id != name) {
+                if runs.iter().any(|t| t.id == name) {
+                    return Err(fail(format!(
+                        "row {row}: trajectory `{name}` goes on after another began: keep each \
+                         trajectory's rows together"
+                    )));
+                }
+                runs.push(Trajectory {
+                    id: name.to_string(),
+                    times: Vec::new(),
+                    states: Vec::new(),
+                });
+            }
+            let t = number(time_at, time)?;
+            let run = runs.last_mut().expect("pushed above");
+            if let Some(&before) = run.times.last()
+                && t <= before
+            {
+                return Err(fail(format!(
+                    "row {row}: time {t} is not after {before}, the time before it{}: a \
+                     trajectory's times must increase",
+                    in_trajectory(name)
+                )));
+            }
+            run.times.push(t);
+            for (at, column) in state_at.iter().zip(states) {
+                run.states.push(number(*at, column)?);
+            }
+        }
+        if runs.is_empty() {
+            return Err(fail("no data rows".into()));
+        }
+        if let Some(short) = runs.iter().find(|t| t.times.len() < 2) {
+            return Err(fail(format!(
+                "one observation{}: a trajectory needs at least two",
+                in_trajectory(&short.id)
+            )));
+        }
+        Ok(Trajectories {
+            states: states.to_vec(),
+            runs,
+        })
+    }
+
+    /// Each state's standard deviation over every observation (1 where it does not vary):
+    /// what the loss divides its differences by.
+    pub fn spread(&self) -> Vec<f64> {
+        let d = self.states.len();
+        (0..d)
+            .map(|j| {
+                let xs = self
+                    .runs
+                    .iter()
+                    .flat_map(|t| t.states.iter().skip(j).step_by(d));
+                let (n, sum) = xs.clone().fold((0.0, 0.0), |(n, s), &x| (n + 1.0, s + x));
+                let mean = sum / n;
+                let var = xs.map(|&x| (x - mean) * (x - mean)).sum::<f64>() / n;
+                if var > 0.0 { var.sqrt() } else { 1.0 }
+            })
+            .collect()
+    }
+
+    /// The shared inputs the model reads: each trajectory's times and states, and the spreads.
+    pub fn inputs(&self) -> Vec<SharedMatrix> {
+        let d = self.states.len();
+        let mut out = Vec::with_capacity(2 * self.runs.len() + 1);
+        for (i, t) in self.runs.iter().enumerate() {
+            out.push(SharedMatrix {
+                name: format!("ndvm-times-{i}"),
+                rows: 1,
+                cols: t.times.len(),
+                data: t.times.clone(),
+            });
+            out.push(SharedMatrix {
+                name: format!("ndvm-states-{i}"),
+                rows: t.times.len(),
+                cols: d,
+                data: t.states.clone(),
+            });
+        }
+        out.push(SharedMatrix {
+            name: "ndvm-spread".into(),
+            rows: 1,
+            cols: d,
+            data: self.spread(),
+        });
+        out
+    }
+
+    /// `source` (which defines `rhs`) as the whole program: the library, then the loss summed
+    /// over the trajectories. The candidate's own text comes first, so its errors keep their
+    /// lines.
+    pub fn program(&self, source: &str, substeps: u32) -> String {
+        let args: Vec<String> = (0..self.states.len())
+            .map(|j| format!("(ref s {j})"))
+            .collect();
+        let losses: Vec<String> = (0..self.runs.len())
+            .map(|i| {
+                format!(
+                    "(ode-sse ndvm-rhs (ref ndvm-times-{i} 0) ndvm-states-{i} (ref ndvm-spread 0) {substeps})"
+                )
+            })
+            .collect();
+        format!(
+            "{source}\n;; ndvm: the ODE library and the trajectory loss\n{LIBRARY}(define (ndvm-rhs t s) (rhs t {}))\n(+ 0 {})\n",
+            args.join(" "),
+            losses.join(" ")
+        )
+    }
+}
+
+fn in_trajectory(id: &str) -> String {
+    if id.is_empty() {
+        String::new()
+    } else {
+        format!(" in trajectory `{id}`")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn file(text: &str) -> (tempfile::TempDir, std::path::PathBuf) {
+        let dir = tempfile::tempdir().expect("a temporary folder");
+        let path = dir.path().join("t.csv");
+        std::fs::write(&path, text).expect("written");
+        (dir, path)
+    }
+
+    fn states() -> Vec<String> {
+        vec!["x".into(), "y".into()]
+    }
+
+    #[test]
+    fn trajectories_are_read_in_order_with_their_spread() {
+        let (_d, path) = file("run,t,y,x\na,0,1,10\na,1,3,20\nb,0,5,30\nb,0.5,7,40\nb,2,9,50\n");
+        let t = Trajectories::read(&path, "t", &states(), Some("run")).expect("reads");
+        assert_eq!(t.runs.len(), 2);
+        assert_eq!(t.runs[0].id, "a");
+        assert_eq!(t.runs[0].times, [0.0, 1.0]);
+        assert_eq!(t.runs[0].states, [10.0, 1.0, 20.0, 3.0]);
+        assert_eq!(t.runs[1].times, [0.0, 0.5, 2.0]);
+        // x: 10, 20, 30, 40, 50 (sd √200); y: 1, 3, 5, 7, 9 (sd √8).
+        let spread = t.spread();
+        assert!((spread[0] - 200f64.sqrt()).abs() < 1e-12, "{spread:?}");
+        assert!((spread[1] - 8f64.sqrt()).abs() < 1e-12, "{spread:?}");
+        let inputs = t.inputs();
+        assert_eq!(inputs.len(), 5);
+        assert_eq!(
+            (inputs[3].name.as_str(), inputs[3].rows, inputs[3].cols),
+            ("ndvm-states-1", 3, 2)
+        );
+        let one = Trajectories::read(&path, "t", &states(), None);
+        assert!(
+            one.expect_err("one trajectory")
+                .to_string()
+                .contains("row 4: time 0 is not after 1")
+        );
+    }
+
+    #[test]
+    fn errors_name_the_row_and_column() {
+        let cases = [
+            ("t,x\n0,1\n1,2\n", "no column `y` (columns: t, x)"),
+            ("t,x,y\n0,1,2\n0,2,3\n", "row 3: time 0 is not after 0"),
+            (
+                "t,x,y\n0,1,2\n1,,3\n",
+                "row 3: column `x` holds ``, not a number",
+            ),
+            (
+                "t,x,y\n0,1,2\n1,inf,3\n",
+                "row 3: column `x` holds `inf`, not a finite number",
+            ),
+            (
+                "t,x,y\n0,1,2\n",
+                "one observation: a trajectory needs at least two",
+            ),
+            ("t,x,y\n", "no data rows"),
+        ];
+        for (text, want) in cases {
+            let (_d, path) = file(text);
+            let err = Trajectories::read(&path, "t", &states(), None).expect_err(want);
+            assert!(err.to_string().contains(want), "{err} ≠ {want}");
+        }
+        let (_d, path) = file("id,t,x,y\na,0,1,2\na,1,1,2\nb,0,1,2\nb,1,1,2\na,2,1,2\n");
+        let err = Trajectories::read(&path, "t", &states(), Some("id")).expect_err("interleaved");
+        assert!(
+            err.to_string()
+                .contains("row 6: trajectory `a` goes on after another began")
+        );
+    }
+}

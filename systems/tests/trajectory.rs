@@ -1,0 +1,200 @@
+//! Trajectory data (`data: Some(Trajectory(…))`): a right-hand side integrated over whole
+//! trajectories by the dialect's ODE library, checked against closed-form solutions, and the
+//! errors a malformed scene or file gets.
+
+use ndvm_components::scene::Scene;
+use ndvm_systems::prelude::*;
+use std::path::Path;
+
+/// A scene fitting `rhs` (with `params` starting at `init`) to the trajectory file `csv`.
+fn scene(rhs: &str, params: &[(&str, f64)], data: &str) -> Scene {
+    let names: Vec<String> = params.iter().map(|(n, _)| format!("{n:?}")).collect();
+    let init: Vec<String> = params
+        .iter()
+        .map(|(n, v)| format!("{n:?}: {v:?}"))
+        .collect();
+    Scene::from_ron(&format!(
+        r#"Scene(
+            candidates: [Inline(name: "model", src: {rhs:?})],
+            data: Some({data}),
+            parameters: Parameters(names: [{}], init: {{{}}}),
+            optimizer: Lbfgs(),
+            steps: 200,
+        )"#,
+        names.join(", "),
+        init.join(", ")
+    ))
+    .expect("the scene parses")
+}
+
+fn fit(scene: &Scene, dir: &Path) -> FitReport {
+    let options = FitOptions {
+        threads: Some(1),
+        ..FitOptions::default()
+    };
+    Fit::new(scene, dir, &options)
+        .expect("the fit starts")
+        .run(|_| {})
+}
+
+/// Writes `rows` (one per line) under `header` as `name` in `dir`.
+fn csv(dir: &Path, name: &str, header: &str, rows: impl IntoIterator<Item = String>) {
+    let mut text = format!("{header}\n");
+    for r in rows {
+        text += &r;
+        text.push('\n');
+    }
+    std::fs::write(dir.join(name), text).expect("written");
+}
+
+#[test]
+fn decay_from_two_trajectories_recovers_its_rate() {
+    // dx/dt = -k x: x0 e^(-k t), from x0 = 1 and x0 = 3, 40 observations each over [0, 4].
+    let k = 1.3;
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    let rows = [1.0, 3.0].into_iter().enumerate().flat_map(|(i, x0)| {
+        (0..40).map(move |j| {
+            let t = 4.0 * j as f64 / 39.0;
+            format!("{i},{t},{}", x0 * f64::exp(-k * t))
+        })
+    });
+    csv(dir.path(), "decay.csv", "run,t,x", rows);
+    let s = scene(
+        "(define (rhs t x) [(* -1 k x)])",
+        &[("k", 0.5)],
+        r#"Trajectory(path: "decay.csv", time: "t", states: ["x"], id: Some("run"))"#,
+    );
+    let r = fit(&s, dir.path());
+    let c = &r.candidates[0];
+    assert_eq!(c.status, "converged", "{c:?}");
+    // RK4 with 10 steps of 0.01 between observations: a global error far below the tolerance.
+    assert!((c.params["k"] - k).abs() < 1e-7, "{:?}", c.params);
+    assert!(c.loss < 1e-12, "{}", c.loss);
+}
+
+#[test]
+fn an_oscillator_recovers_its_frequency_and_substeps_set_the_error() {
+    // x'' = -w² x as two states: x = cos(w t), v = -w sin(w t).
+    let w = 2.1;
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    let rows = (0..60).map(|j| {
+        let t = 6.0 * j as f64 / 59.0;
+        format!("{t},{},{}", f64::cos(w * t), -w * f64::sin(w * t))
+    });
+    csv(dir.path(), "spring.csv", "time,x,v", rows);
+    let rhs = "(define (rhs t x v) [v (* -1 (* w w) x)])";
+    let data = |n: u32| {
+        format!(
+            r#"Trajectory(path: "spring.csv", time: "time", states: ["x", "v"], substeps: {n})"#
+        )
+    };
+    let fine = fit(&scene(rhs, &[("w", 1.8)], &data(20)), dir.path());
+    assert!(
+        (fine.candidates[0].params["w"] - w).abs() < 1e-6,
+        "{:?}",
+        fine.candidates[0]
+    );
+    // One RK4 step between observations (h ≈ 0.1, w h ≈ 0.21) leaves a visible error: the
+    // substeps are honoured, and more of them fit better.
+    let coarse = fit(&scene(rhs, &[("w", 1.8)], &data(1)), dir.path());
+    assert!(coarse.candidates[0].loss > 100.0 * fine.candidates[0].loss.max(1e-30));
+}
+
+#[test]
+fn a_model_that_blows_up_fails_instead_of_running_on() {
+    // dx/dt = a x² from x = 1 reaches infinity at t = 1/a: the trajectory lasts to t = 4.
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    let rows = (0..20).map(|j| format!("{},{}", j as f64 * 0.2, 1.0 + j as f64 * 0.2));
+    csv(dir.path(), "line.csv", "t,x", rows);
+    let s = scene(
+        "(define (rhs t x) [(* a x x)])",
+        &[("a", 1.0)],
+        r#"Trajectory(path: "line.csv", time: "t", states: ["x"])"#,
+    );
+    let r = fit(&s, dir.path());
+    let c = &r.candidates[0];
+    assert!(matches!(c.status, "failed" | "non-finite"), "{c:?}");
+}
+
+#[test]
+fn the_shipped_lotka_volterra_trajectory_gives_back_its_rates() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenes");
+    let text = std::fs::read_to_string(dir.join("lotka_volterra_trajectory.scene.ron"))
+        .expect("the scene");
+    let r = fit(&Scene::from_ron(&text).expect("parses"), &dir);
+    let c = &r.candidates[0];
+    for (name, truth) in [
+        ("alpha", 1.0),
+        ("beta", 0.1),
+        ("delta", 0.075),
+        ("gamma", 1.5),
+    ] {
+        assert!(
+            (c.params[name] - truth).abs() < 1e-6 * truth,
+            "{name}: {:?}",
+            c.params
+        );
+    }
+}
+
+#[test]
+fn malformed_trajectory_scenes_are_refused_with_a_reason() {
+    let base = r#"candidates: [Inline(name: "m", src: "(define (rhs t x) [x])")],
+        parameters: Parameters(names: ["a"], init: {"a": 1.0})"#;
+    let cases = [
+        (
+            r#"data: Some(Trajectory(path: "f.csv", time: "t", states: ["x"])), loss: Mse"#,
+            "leave `loss` out",
+        ),
+        (
+            r#"data: Some(Trajectory(path: "f.csv", time: "t", states: []))"#,
+            "at least one state",
+        ),
+        (
+            r#"data: Some(Trajectory(path: "f.csv", time: "t", states: ["x", "t"]))"#,
+            "the column `t` is named twice",
+        ),
+        (
+            r#"data: Some(Trajectory(path: "f.csv", time: "t", states: ["x"], substeps: 0))"#,
+            "`substeps` must be between 1 and 10000",
+        ),
+    ];
+    for (data, want) in cases {
+        let err = Scene::from_ron(&format!("Scene({base}, {data})")).expect_err(want);
+        assert!(err.to_string().contains(want), "{err} ≠ {want}");
+    }
+    let search = r#"Scene(
+        candidates: [Inline(name: "m", src: "(define (rhs t x) [x])")],
+        data: Some(Trajectory(path: "f.csv", time: "t", states: ["x"])),
+        search: Some(Search(proposers: [Evolve()], budget: Budget(calibrations: Some(64)))),
+    )"#;
+    let err = Scene::from_ron(search).expect_err("a search over a trajectory");
+    assert!(
+        err.to_string()
+            .contains("a search's `data` cannot be a `Trajectory` yet"),
+        "{err}"
+    );
+    let own = r#"Scene(candidates: [Inline(name: "m", src: "(define (rhs t x) [x])",
+        data: Some(Trajectory(path: "f.csv", time: "t", states: ["x"])))])"#;
+    let err = Scene::from_ron(own).expect_err("a candidate's own trajectory");
+    assert!(
+        err.to_string().contains("give it as the scene's `data`"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_missing_column_is_named_when_the_fit_starts() {
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    csv(dir.path(), "f.csv", "t,x", ["0,1".into(), "1,2".into()]);
+    let s = scene(
+        "(define (rhs t x y) [x y])",
+        &[("a", 1.0)],
+        r#"Trajectory(path: "f.csv", time: "t", states: ["x", "y"])"#,
+    );
+    let err = Fit::new(&s, dir.path(), &FitOptions::default()).expect_err("no column y");
+    assert!(
+        err.to_string().contains("no column `y` (columns: t, x)"),
+        "{err}"
+    );
+}
