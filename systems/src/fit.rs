@@ -137,8 +137,8 @@ impl Fit {
         members: Vec<population::Member>,
         options: &FitOptions,
     ) -> Result<Fit, FitError> {
-        let asked = Threads::resolve(options.threads, scene);
-        let threads = asked.asked.unwrap_or(0);
+        let resolved = Threads::resolve(options.threads, scene);
+        let threads = resolved.asked.unwrap_or(0);
         if threads > ndvm_components::limits::THREADS {
             return Err(FitError::Threads {
                 threads,
@@ -146,7 +146,7 @@ impl Fit {
             });
         }
         let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(asked.workers())
+            .num_threads(resolved.workers())
             .build()
             .map_err(|e| FitError::Threads {
                 threads,

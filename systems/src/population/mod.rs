@@ -98,18 +98,13 @@ impl Context {
     pub fn load(scene: &Scene, base: &Path) -> Result<Context, PopulationError> {
         let mut shared = shared_inputs(scene, base)?;
         let (data, trajectories) = match &scene.data {
-            Some(Data::Trajectory {
-                path,
-                time,
-                states,
-                id,
-                ..
-            }) => {
-                let t = Trajectories::read(&base.join(path), time, states, id.as_deref())?;
-                shared.matrices.extend(t.inputs());
-                (None, Some(Arc::new(t)))
-            }
-            Some(d) => (Some(Arc::new(data::load(d, base)?)), None),
+            Some(d) => match Trajectories::of(d, base)? {
+                Some(t) => {
+                    shared.matrices.extend(t.inputs());
+                    (None, Some(Arc::new(t)))
+                }
+                None => (Some(Arc::new(data::load(d, base)?)), None),
+            },
             None => (None, None),
         };
         Ok(Context {
@@ -188,10 +183,6 @@ pub fn build(scene: &Scene, base: &Path) -> Result<(Vec<Member>, Vec<String>), P
         data: scene_data,
         trajectories,
     } = Context::load(scene, base)?;
-    let substeps = match &scene.data {
-        Some(Data::Trajectory { substeps, .. }) => *substeps,
-        _ => 0,
-    };
     let protocol = Protocol::of_scene(scene);
     if let (Some(d), Some(data)) = (&scene_data, &scene.data) {
         warnings.extend(dropped_warning(d, data));
@@ -239,7 +230,7 @@ pub fn build(scene: &Scene, base: &Path) -> Result<(Vec<Member>, Vec<String>), P
                     message: "a bytecode candidate cannot be a trajectory's right-hand side".into(),
                 });
             }
-            Some(t) => t.program(&source, substeps),
+            Some(t) => t.program(&source),
             None => source,
         };
         let mut m = member(&protocol, index, name, source, params, data, shared.clone());

@@ -10,11 +10,12 @@
 //! every later observation, each state divided by its spread over the file (so states of
 //! different units weigh alike). One lane per restart runs the whole trajectory: memory and time
 //! grow linearly with its length, never one integration per observation. A run that blows up
-//! (a state past 1e100 or not a number) stops at once with an infinite loss.
+//! (a scaled squared difference past 1e100, or not a number) stops there with an infinite loss.
 
 use crate::population::data::{DataError, cell};
 use ndvm_components::candidate::SharedMatrix;
 use ndvm_components::input_file;
+use ndvm_components::scene::Data;
 use std::path::Path;
 
 /// The ODE library, in the dialect. `(ode-rk4 f t s h)`: one classical Runge–Kutta step of
@@ -51,16 +52,36 @@ pub struct Trajectory {
     pub states: Vec<f64>,
 }
 
-/// A trajectory file: its trajectories in the order they appear, and each state's spread.
+/// A scene's trajectories: the file's, in the order they appear, and the RK4 steps between
+/// two observations.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Trajectories {
     pub states: Vec<String>,
     pub runs: Vec<Trajectory>,
+    pub substeps: u32,
 }
 
 impl Trajectories {
+    /// The trajectories of a scene's `data: Some(Trajectory(…))` (paths relative to `base`);
+    /// `None` for other data.
+    pub fn of(data: &Data, base: &Path) -> Result<Option<Trajectories>, DataError> {
+        let Data::Trajectory {
+            path,
+            time,
+            states,
+            id,
+            substeps,
+        } = data
+        else {
+            return Ok(None);
+        };
+        let mut t = Trajectories::read(&base.join(path), time, states, id.as_deref())?;
+        t.substeps = *substeps;
+        Ok(Some(t))
+    }
+
     /// Reads `path`: `time` and the `states` columns, one trajectory per value of the `id`
-    /// column (or the whole file).
+    /// column (or the whole file), integrated with 10 steps between observations.
     pub fn read(
         path: &Path,
         time: &str,
@@ -145,6 +166,7 @@ impl Trajectories {
         Ok(Trajectories {
             states: states.to_vec(),
             runs,
+            substeps: 10,
         })
     }
 
@@ -196,7 +218,8 @@ impl Trajectories {
     /// `source` (which defines `rhs`) as the whole program: the library, then the loss summed
     /// over the trajectories. The candidate's own text comes first, so its errors keep their
     /// lines.
-    pub fn program(&self, source: &str, substeps: u32) -> String {
+    pub fn program(&self, source: &str) -> String {
+        let substeps = self.substeps;
         let args: Vec<String> = (0..self.states.len())
             .map(|j| format!("(ref s {j})"))
             .collect();

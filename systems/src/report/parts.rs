@@ -75,30 +75,24 @@ struct Merged<'a> {
 
 /// Merges the parts' results JSON; an error names the part that is not a fit's results.
 pub fn merge(parts: &[String]) -> Result<String, String> {
-    let mut read = Vec::with_capacity(parts.len());
-    for (i, text) in parts.iter().enumerate() {
-        let part: Part = serde_json::from_str(text)
-            .map_err(|e| format!("part {i} is not a fit's results: {e}"))?;
-        let mut keyed = Vec::with_capacity(part.candidates.len());
-        for c in part.candidates {
-            let key: Key = serde_json::from_str(c.get())
-                .map_err(|e| format!("part {i}: a candidate without its results: {e}"))?;
-            keyed.push((key, c));
-        }
-        read.push((part.device, keyed, part.warnings));
-    }
     let mut devices: Vec<DeviceUsed> = Vec::new();
     let mut candidates: Vec<(Key, Box<RawValue>)> = Vec::new();
     let mut warnings = Vec::new();
-    for (i, (device, keyed, w)) in read.into_iter().enumerate() {
-        if let Some(d) = device
+    for (i, text) in parts.iter().enumerate() {
+        let part: Part = serde_json::from_str(text)
+            .map_err(|e| format!("part {i} is not a fit's results: {e}"))?;
+        for c in part.candidates {
+            let key: Key = serde_json::from_str(c.get())
+                .map_err(|e| format!("part {i}: a candidate without its results: {e}"))?;
+            candidates.push((key, c));
+        }
+        if let Some(d) = part.device
             && !devices.contains(&d)
         {
             devices.push(d);
         }
-        candidates.extend(keyed);
         if i == 0 {
-            warnings = w;
+            warnings = part.warnings;
         }
     }
     candidates.sort_by_key(|(k, _)| k.index);

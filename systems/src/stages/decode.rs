@@ -1,7 +1,7 @@
 //! Decode: new candidates' sources become programs.
 //!
 //! A pending candidate without a [`Compiled`] program is read, expanded and decoded through the
-//! shared [`DecodeCache`] cache (a source seen before costs a hash lookup); a bytecode candidate is
+//! shared [`DecodeCache`] (a source seen before costs a hash lookup); a bytecode candidate is
 //! assembled, linked and verified instead. A program that does not decode fails its candidate
 //! with the located error; the fit goes on with the others.
 

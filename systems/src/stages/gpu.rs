@@ -27,7 +27,6 @@
 mod cost;
 mod tape;
 
-pub use crate::machine::OnDevice;
 pub use cost::CostModel;
 
 use crate::device::DeviceUsed;
