@@ -14,8 +14,9 @@
 //! | [`symbolic`] | programs as mathematics: skeletons, equations (sympy, LaTeX), nice constants |
 //! | [`shards`] | a search split into parts that run anywhere, spilled to disk and merged |
 //!
-//! A new proposer (a language model's client, say) goes in `proposers/`; model templates with
-//! holes, filled by the proposers, get a room of their own beside them.
+//! A new proposer (a language model's client, say) goes in `proposers/`. A search with a
+//! template (a model with holes, [`ndvm_systems::population::template`]) asks its proposers for
+//! fillings, `(holes E1 E2 …)`, and calibrates the program each makes.
 //!
 //! ```
 //! use ndvm_components::scene::Scene;

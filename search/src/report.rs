@@ -41,6 +41,8 @@ pub(crate) struct Parts<'a> {
     /// Group the front's entries into laws by equality saturation ([`crate::front::equivalence`]). A shard's
     /// task skips it (milliseconds each): the merge groups the merged front.
     pub group_front: bool,
+    /// The names of the template's holes (empty without a template).
+    pub holes: Vec<String>,
 }
 
 /// A finished search.
@@ -216,7 +218,7 @@ pub(crate) fn build(p: Parts<'_>) -> SearchReport {
     };
     SearchReport {
         summary,
-        front: FrontReport::build(&t.front, p.truth.as_ref(), p.group_front),
+        front: FrontReport::build(&t.front, p.truth.as_ref(), p.group_front, &p.holes),
         best,
         first_success: t.first_success.clone(),
         simplest_success: t.simplest_success.clone(),
@@ -336,7 +338,7 @@ impl SearchReport {
             out += &format!(
                 "chosen from the Pareto front (score, within 1.5× the lowest loss): {}  \
                  (complexity {}, training loss {:.6e}{r2}{})\n",
-                c.sympy.clone().unwrap_or_else(|| c.record.src.clone()),
+                c.text(),
                 c.complexity,
                 c.record.train_loss,
                 if c.truth { ", the generating law" } else { "" },

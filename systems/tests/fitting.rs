@@ -205,3 +205,38 @@ fn a_trial_where_the_program_fails_is_rejected() {
         );
     }
 }
+
+/// The same with many restarts, where a trial point fails for some of them only: those lanes
+/// leave their group (their guards fail) and their new group's walk fails. Such a group has no
+/// gradients; its lanes' trials are rejected and the others go on (this once indexed past the
+/// failed group's empty gradients and panicked).
+#[test]
+fn a_trial_that_fails_for_some_restarts_only_is_rejected_for_those() {
+    let scene = Scene::from_ron(
+        r#"Scene(
+            candidates: [Inline(name: "banded",
+                src: "(if (> (* (- a 3) (- 4 a)) 0) (ref [1] 5) (* (- a 5) (- a 5) (+ 1 (* a a))))")],
+            parameters: Parameters(names: ["a"], init: {"a": 0.0},
+                restarts: Restarts(count: 16, scale: 1.0, seed: 9)),
+            optimizer: Lbfgs(),
+            steps: 50,
+        )"#,
+    )
+    .expect("scene");
+    let f = |a: f64| (a - 5.0).powi(2) * (1.0 + a * a);
+    let c = &run(&scene).candidates[0];
+    assert!(matches!(c.status, "done" | "converged"), "{c:?}");
+    assert_eq!(c.restarts.len(), 16);
+    for r in &c.restarts {
+        let a = r.params["a"];
+        assert!(
+            !(3.0..=4.0).contains(&a),
+            "a = {a} is where the program fails"
+        );
+        assert!(
+            (r.loss - f(a)).abs() <= 1e-12 * f(a).max(1.0),
+            "{} ≠ f({a})",
+            r.loss
+        );
+    }
+}

@@ -122,18 +122,45 @@ fn the_shipped_lotka_volterra_trajectory_gives_back_its_rates() {
     let text = std::fs::read_to_string(dir.join("lotka_volterra_trajectory.scene.ron"))
         .expect("the scene");
     let r = fit(&Scene::from_ron(&text).expect("parses"), &dir);
-    let c = &r.candidates[0];
-    for (name, truth) in [
+    assert_lotka_volterra_rates(&r.candidates[0], 1e-6, "whole");
+}
+
+/// The four rates of the shipped trajectory, each within `tolerance` (relative).
+fn assert_lotka_volterra_rates(c: &CandidateResult, tolerance: f64, how: &str) {
+    let rates = [
         ("alpha", 1.0),
         ("beta", 0.1),
         ("delta", 0.075),
         ("gamma", 1.5),
-    ] {
+    ];
+    for (name, truth) in rates {
+        let got = c.params[name];
         assert!(
-            (c.params[name] - truth).abs() < 1e-6 * truth,
-            "{name}: {:?}",
+            (got - truth).abs() < tolerance * truth,
+            "{how}, {name}: {:?}",
             c.params
         );
+    }
+}
+
+/// The shipped trajectory fitted one interval at a time (`window: Some(1)`, least squares by
+/// Levenberg–Marquardt) and in windows of ten intervals: the same rates.
+#[test]
+fn windows_give_back_the_lotka_volterra_rates() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenes");
+    let text = std::fs::read_to_string(dir.join("lotka_volterra_trajectory.scene.ron"))
+        .expect("the scene");
+    let data = r#"data: Some(Trajectory(path: "lotka_volterra_trajectory.csv", time: "t", states: ["prey", "predator"]))"#;
+    assert!(text.contains(data));
+    for (window, rest) in [
+        ("Some(1)", "loss: Mse, optimizer: LevenbergMarquardt(),"),
+        ("Some(10)", "optimizer: Lbfgs(),"),
+    ] {
+        let changed = text
+            .replace(data, &data.replace("])", &format!("], window: {window})")))
+            .replace("optimizer: Lbfgs(),", rest);
+        let r = fit(&Scene::from_ron(&changed).expect("parses"), &dir);
+        assert_lotka_volterra_rates(&r.candidates[0], 1e-5, &format!("window {window}"));
     }
 }
 
@@ -144,7 +171,7 @@ fn malformed_trajectory_scenes_are_refused_with_a_reason() {
     let cases = [
         (
             r#"data: Some(Trajectory(path: "f.csv", time: "t", states: ["x"])), loss: Mse"#,
-            "leave `loss` out",
+            "leave `loss` out (or fit one interval at a time",
         ),
         (
             r#"data: Some(Trajectory(path: "f.csv", time: "t", states: []))"#,
@@ -164,16 +191,35 @@ fn malformed_trajectory_scenes_are_refused_with_a_reason() {
         assert!(err.to_string().contains(want), "{err} ≠ {want}");
     }
     let search = r#"Scene(
-        candidates: [Inline(name: "m", src: "(define (rhs t x) [x])")],
+        candidates: [],
         data: Some(Trajectory(path: "f.csv", time: "t", states: ["x"])),
         search: Some(Search(proposers: [Evolve()], budget: Budget(calibrations: Some(64)))),
     )"#;
-    let err = Scene::from_ron(search).expect_err("a search over a trajectory");
+    let err = Scene::from_ron(search).expect_err("held-out R² without a trajectory held out");
     assert!(
-        err.to_string()
-            .contains("a search's `data` cannot be a `Trajectory` yet"),
+        err.to_string().contains("needs trajectories to hold out"),
         "{err}"
     );
+    let held = r#"Scene(candidates: [Inline(name: "m", src: "(define (rhs t x) [x])")],
+        data: Some(Trajectory(path: "f.csv", time: "t", states: ["x"], id: Some("i"),
+                              held_out: ["b"])))"#;
+    let err = Scene::from_ron(held).expect_err("a fit holding a trajectory out");
+    assert!(
+        err.to_string()
+            .contains("`held_out` trajectories are for a search"),
+        "{err}"
+    );
+    for (window, want) in [
+        ("window: Some(0)", "at least 1"),
+        ("window: Some(1)", "write `loss: Mse`"),
+    ] {
+        let text = format!(
+            r#"Scene(candidates: [Inline(name: "m", src: "(define (rhs t x) [x])")],
+            data: Some(Trajectory(path: "f.csv", time: "t", states: ["x"], {window})))"#
+        );
+        let err = Scene::from_ron(&text).expect_err(want);
+        assert!(err.to_string().contains(want), "{err} ≠ {want}");
+    }
     let own = r#"Scene(candidates: [Inline(name: "m", src: "(define (rhs t x) [x])",
         data: Some(Trajectory(path: "f.csv", time: "t", states: ["x"])))])"#;
     let err = Scene::from_ron(own).expect_err("a candidate's own trajectory");

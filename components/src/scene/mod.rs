@@ -278,6 +278,17 @@ pub enum Data {
         /// Runge–Kutta (RK4) steps between two observations.
         #[serde(default = "defaults::substeps")]
         substeps: u32,
+        /// Observation intervals each integration runs before it starts again from the data
+        /// (multiple shooting: `Some(1)` compares every observation with one interval's
+        /// prediction from the one before); without it, each trajectory is one integration from
+        /// its first observation. Short windows keep a calibration from being hostage to one
+        /// bad local minimum of a long or oscillating trajectory (docs/fitting.md).
+        #[serde(default)]
+        window: Option<u32>,
+        /// Trajectories (by `id`) a search does not fit but scores its candidates on (their
+        /// held-out R², `success: HeldOutR2(..)`): a second initial condition predicted.
+        #[serde(default)]
+        held_out: Vec<String>,
     },
 }
 
@@ -433,20 +444,44 @@ impl Scene {
             states,
             id,
             substeps,
+            held_out,
+            window,
             ..
         }) = &self.data
         {
-            if self.search.is_some() {
+            if *window == Some(0) {
+                return fail("`window` counts observation intervals: at least 1".into());
+            }
+            if self.search.is_none() && !held_out.is_empty() {
                 return fail(
-                    "a search's `data` cannot be a `Trajectory` yet: fit a model of it with `ndvm fit`"
+                    "a fit calibrates on every trajectory: `held_out` trajectories are for a search"
                         .into(),
                 );
             }
-            if self.loss != Loss::Output {
+            if !held_out.is_empty() && id.is_none() {
                 return fail(
-                    "a `Trajectory`'s loss is the integrated model's distance to it: leave `loss` out"
-                        .into(),
+                    "`held_out` names trajectories by their `id` column: give `id`".into(),
                 );
+            }
+            // One interval at a time is least squares over data points; longer integrations
+            // are the program's own output.
+            match (window, self.loss) {
+                (Some(1), Loss::Mse) => {}
+                (Some(1), _) => {
+                    return fail(
+                        "a `Trajectory` with `window: Some(1)` is fitted by least squares, one \
+                         interval at a time: write `loss: Mse`"
+                            .into(),
+                    );
+                }
+                (_, Loss::Output) => {}
+                _ => {
+                    return fail(
+                        "a `Trajectory`'s loss is the integrated model's distance to it: leave \
+                         `loss` out (or fit one interval at a time: `window: Some(1)`, `loss: Mse`)"
+                            .into(),
+                    );
+                }
             }
             check_trajectory(time, states, id.as_deref(), *substeps).or_else(fail)?;
         }
@@ -622,10 +657,23 @@ impl Scene {
         }
         if let Success::HeldOutR2(_) = search.success {
             let held_out = match &self.data {
-                Some(Data::Csv { split, .. } | Data::Synthetic { split, .. }) => split.train < 1.0,
-                Some(Data::Trajectory { .. }) | None => false,
+                Some(Data::Csv { split, .. } | Data::Synthetic { split, .. }) => {
+                    split.train < 1.0 && self.loss == Loss::Mse
+                }
+                Some(Data::Trajectory { held_out, .. }) => {
+                    if held_out.is_empty() {
+                        return Err(
+                            "`success: HeldOutR2(..)` on trajectories needs trajectories \
+                                    to hold out (`held_out: [\"…\"]`, by id); or use \
+                                    `success: TrainLoss(..)`"
+                                .into(),
+                        );
+                    }
+                    true
+                }
+                None => false,
             };
-            if self.loss != Loss::Mse || !held_out {
+            if !held_out {
                 return Err(
                     "`success: HeldOutR2(..)` needs `loss: Mse` and `data` with a \
                             held-out split (`split: Split(train: 0.7)`)"

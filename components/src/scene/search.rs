@@ -63,6 +63,11 @@ pub struct Search {
     /// relative to the working directory).
     #[serde(default)]
     pub out: Option<String>,
+    /// A model program with named holes, `(hole name (x y))`, that the proposers fill: the
+    /// known part of a model written once, the unknown parts searched (docs/search.md,
+    /// "Templates"). A search over trajectories without one fills one hole per state.
+    #[serde(default)]
+    pub template: Option<String>,
 }
 
 mod defaults {

@@ -27,9 +27,11 @@ pub mod equivalence;
 
 use crate::front::equivalence::Classes;
 use crate::record::{Record, size};
+use crate::symbolic::expr::Expr;
 use crate::symbolic::infix;
 use ndvm_components::dataset::Dataset;
 use ndvm_components::scene::{Data, Loss, Scene};
+use ndvm_systems::population::template::FILL;
 use serde::Serialize;
 
 /// Most entries the front holds (the most complex go first).
@@ -104,9 +106,11 @@ pub fn penalty(scene: &Scene, train: Option<&Dataset>) -> Option<Penalty> {
     })
 }
 
-/// The complexity of a skeleton: its atoms.
+/// The complexity of a skeleton: its atoms (a template's filling, `(holes E1 E2 …)`: the
+/// atoms of all its expressions together).
 pub fn complexity(skeleton: &str) -> usize {
-    size(skeleton)
+    let filling = skeleton.starts_with(&format!("({FILL} ")) || skeleton == format!("({FILL})");
+    size(skeleton) - usize::from(filling)
 }
 
 /// The front as the search grows it: ascending complexity, strictly falling adjusted loss.
@@ -214,6 +218,10 @@ pub struct Entry {
     pub sympy: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub latex: Option<String>,
+    /// A template's filling: one equation per hole, in the template's order (then `sympy` and
+    /// `latex` are absent).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub equations: Vec<HoleEquation>,
     /// Larger skeletons on the front that are this one up to its constants (folded into it).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub equivalent: Vec<String>,
@@ -224,6 +232,61 @@ pub struct Entry {
     pub chosen: bool,
     #[serde(flatten)]
     pub record: Record,
+}
+
+/// One hole's equation in a front entry: `dx/dt = 0.9·x − 0.1·x·y`.
+#[derive(Clone, Debug, Serialize)]
+pub struct HoleEquation {
+    pub hole: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sympy: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub latex: Option<String>,
+}
+
+impl Entry {
+    /// The entry as text: its equation, a template's `hole = equation` per hole, or its
+    /// program.
+    pub fn text(&self) -> String {
+        if !self.equations.is_empty() {
+            let parts: Vec<String> = self
+                .equations
+                .iter()
+                .map(|e| format!("{} = {}", e.hole, e.sympy.as_deref().unwrap_or("?")))
+                .collect();
+            return parts.join("; ");
+        }
+        self.sympy
+            .clone()
+            .unwrap_or_else(|| self.record.src.clone())
+    }
+}
+
+/// Each hole's equation of a filling `src` (`(holes E1 E2 …)`, named by `holes`), with
+/// `params` written as their values; empty when `src` is not such a filling.
+pub fn hole_equations(
+    src: &str,
+    params: &std::collections::BTreeMap<String, f64>,
+    holes: &[String],
+) -> Vec<HoleEquation> {
+    let Ok(Expr::List(items)) = Expr::parse(src, infix::MAX_NODES) else {
+        return Vec::new();
+    };
+    if holes.is_empty() || items.len() != holes.len() + 1 {
+        return Vec::new();
+    }
+    holes
+        .iter()
+        .zip(&items[1..])
+        .map(|(hole, e)| {
+            let eq = infix::Equation::of(&e.to_string(), params);
+            HoleEquation {
+                hole: hole.clone(),
+                sympy: eq.as_ref().map(|e| e.sympy()),
+                latex: eq.as_ref().map(|e| e.latex()),
+            }
+        })
+        .collect()
 }
 
 /// The finished front and the pick.
@@ -248,7 +311,12 @@ pub struct FrontReport {
 impl FrontReport {
     /// Groups (unless `group` is false: every entry its own law), scores and picks. `truth` is
     /// the law behind synthetic data.
-    pub fn build(front: &Front, truth: Option<&Truth>, group: bool) -> FrontReport {
+    pub fn build(
+        front: &Front,
+        truth: Option<&Truth>,
+        group: bool,
+        holes: &[String],
+    ) -> FrontReport {
         let records: Vec<&Record> = front.records().collect();
         let names: Vec<Vec<String>> = records
             .iter()
@@ -275,7 +343,11 @@ impl FrontReport {
                 simpler.1.equivalent.push(r.skeleton.clone());
                 continue;
             }
-            let expr = infix::Equation::of(&r.src, &r.params);
+            let equations = hole_equations(&r.src, &r.params, holes);
+            let expr = equations
+                .is_empty()
+                .then(|| infix::Equation::of(&r.src, &r.params))
+                .flatten();
             entries.push((
                 class,
                 Entry {
@@ -284,6 +356,7 @@ impl FrontReport {
                     score: 0.0,
                     sympy: expr.as_ref().map(|e| e.sympy()),
                     latex: expr.as_ref().map(|e| e.latex()),
+                    equations,
                     equivalent: Vec::new(),
                     truth: class.is_some() && class == truth_class,
                     chosen: false,
@@ -444,7 +517,7 @@ impl FrontReport {
                 Some(x) if by_r2 => format!("{x:.4}"),
                 _ => String::new(),
             };
-            let shown = e.sympy.clone().unwrap_or_else(|| e.record.src.clone());
+            let shown = e.text();
             out += &format!(
                 "{}{}{:>3}  {:>12.6e}  {:>9}  {:>7.3}  {}\n",
                 if e.chosen { '*' } else { ' ' },
@@ -513,7 +586,7 @@ mod tests {
             program: "(+ c (* x k))".into(),
             constants: vec!["c".into(), "k".into()],
         };
-        let front = FrontReport::build(&f, Some(&truth), true);
+        let front = FrontReport::build(&f, Some(&truth), true, &[]);
         let c = front.chosen().expect("a pick");
         assert_eq!(c.complexity, 5);
         assert_eq!(c.record.calibration, 1);
@@ -563,7 +636,7 @@ mod tests {
                 let src = format!("(* a {})", "(+ x x)".repeat(i));
                 f.offer(&rec(i as u64, &src, &src, l));
             }
-            let front = FrontReport::build(&f, None, true);
+            let front = FrontReport::build(&f, None, true, &[]);
             assert!(!front.entries.is_empty(), "{losses:?}");
             let (tx, rx) = std::sync::mpsc::channel();
             std::thread::spawn(move || tx.send(front.svg("extreme")).ok());

@@ -4,7 +4,8 @@
 //! ndvm writes to the process's standard input, one JSON object a line:
 //!
 //! - `{"event": "start", "inputs": […], "shared": […], "params": […], "success": "…", "seed": n}`
-//!   once, first;
+//!   once, first; in a search with a template, also `"template": "…"` and `"holes": [{"name":
+//!   "dx", "vars": ["x", "y"]}, …]` (then each candidate's `src` is a filling, `(holes E1 E2 …)`);
 //! - `{"event": "result", "calibration": …, "src": …, "skeleton": …, "params": {…},
 //!   "train_loss": …, "held_out_r2": …, "success": …, …}` for every finished calibration (of
 //!   every proposer's candidates), in log order, with `"front": true` when it joined the
@@ -160,7 +161,17 @@ impl CommandProposer {
             params: &'a [String],
             success: &'a str,
             seed: u64,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            template: Option<&'a str>,
+            #[serde(skip_serializing_if = "Vec::is_empty")]
+            holes: Vec<HoleInfo<'a>>,
         }
+        #[derive(Serialize)]
+        struct HoleInfo<'a> {
+            name: &'a str,
+            vars: &'a [String],
+        }
+        let template = context.template.as_deref();
         let hello = Start {
             event: "start",
             inputs: &context.inputs,
@@ -168,6 +179,16 @@ impl CommandProposer {
             params: &context.params,
             success: &context.success,
             seed: context.seed,
+            template: template.map(|t| t.text()),
+            holes: template.map_or_else(Vec::new, |t| {
+                t.holes()
+                    .iter()
+                    .map(|h| HoleInfo {
+                        name: &h.name,
+                        vars: &h.vars,
+                    })
+                    .collect()
+            }),
         };
         p.send(json(&hello))?;
         Ok(p)

@@ -21,16 +21,23 @@
 //! rescales the others. Its mutations keep `exp`/`log` and `sin`/`cos`/`tan` out of their own
 //! family unless the settings allow it (`nested`).
 //!
+//! In a search with a template ([`ndvm_systems::population::template`]) its programs are
+//! fillings, `(holes E1 E2 …)`: every hole has its own grammar (the variables it declares); a
+//! mutation changes one hole, a crossover takes one hole whole from another program, a fresh
+//! term fills every hole, and the default seeds fill every hole with `(* a v)` for each
+//! variable `v`. Its size limit is `max_nodes` per hole.
+//!
 //! Everything is drawn from one seeded generator and the results it observes, so the same
 //! search proposes the same programs whatever the thread count.
 
 use crate::front::Front;
-use crate::proposers::mutate::{Grammar, nests, normalize};
+use crate::proposers::mutate::{FRESH, Grammar, graft, nests, normalize};
 use crate::proposers::{Context, Notes, Proposal, Proposer, ProposerError};
 use crate::record::{Record, key};
 use crate::symbolic::expr::{Expr, skeleton};
 use crate::symbolic::snap;
 use ndvm_components::scene::search::Evolve as Settings;
+use ndvm_systems::population::template::FILL;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::collections::{HashSet, VecDeque};
@@ -47,6 +54,8 @@ const TRIES: usize = 40;
 const FROM_FRONT: u32 = 4;
 /// How close (relative) a fitted constant must be to a nice value to be snapped to it.
 pub const SNAP_TOLERANCE: f64 = 2e-3;
+/// How close to zero a constant of a template's program must be to be proposed as zero.
+pub const SNAP_ZERO: f64 = 1e-5;
 /// Most snapped programs waiting to be proposed (the oldest go first).
 const SNAPS_WAITING: usize = 64;
 
@@ -74,48 +83,100 @@ pub struct Evolve {
     snaps: VecDeque<(Expr, Vec<String>)>,
     seen: [HashSet<u64>; 2],
     proposed: u64,
+    /// One grammar per hole of the search's template (empty without one).
+    holes: Vec<Grammar>,
+    /// Largest program it proposes (nodes): `max_nodes`, per hole with a template.
+    max_nodes: usize,
 }
+
+/// Parameters per hole a template's programs may have (beyond [`MAX_PARAMS`]).
+const PARAMS_PER_HOLE: usize = 4;
+/// One hole-by-hole crossover in this many changes to a template's programs.
+const CROSSOVER: u32 = 5;
 
 impl Evolve {
     pub fn new(settings: &Settings, context: &Context) -> Result<Evolve, String> {
-        let taken = |n: &str| context.inputs.iter().chain(&context.shared).any(|i| i == n);
+        let template = context.template.as_deref();
+        let holes = template.map_or(&[][..], |t| t.holes());
+        let taken = |n: &str| {
+            context.inputs.iter().chain(&context.shared).any(|i| i == n)
+                || template.is_some_and(|t| t.mentions(n))
+                || holes.iter().any(|h| h.vars.iter().any(|v| v == n))
+        };
         let pool: Vec<String> = ('a'..='z')
             .map(String::from)
             .filter(|n| !taken(n))
-            .take(MAX_PARAMS)
+            .take(MAX_PARAMS.max(PARAMS_PER_HOLE * holes.len()))
             .collect();
+        let max_nodes = settings.max_nodes * holes.len().max(1) + usize::from(!holes.is_empty());
+        let grammar = |inputs: &[String]| Grammar {
+            inputs: inputs.to_vec(),
+            unary: settings.unary.clone(),
+            binary: settings.binary.clone(),
+            loop_steps: if settings.loops {
+                settings.loop_steps.clone()
+            } else {
+                Vec::new()
+            },
+        };
         let mut seeds = VecDeque::new();
         for s in &settings.seeds {
-            let e = Expr::parse(s, settings.max_nodes.max(64))
+            let e = Expr::parse(s, max_nodes.max(64))
                 .map_err(|why| format!("`Evolve` seed `{s}` is not one small program: {why}"))?;
+            if template.is_some() && fill_arity(&e) != Some(holes.len()) {
+                return Err(format!(
+                    "`Evolve` seed `{s}` is not a filling of the template: write \
+                     `(holes E1 … E{})`, one expression per hole",
+                    holes.len()
+                ));
+            }
             seeds.push_back(e);
         }
-        if seeds.is_empty() {
+        if seeds.is_empty() && template.is_some() {
+            let mut vars: Vec<&String> = Vec::new();
+            for v in holes.iter().flat_map(|h| &h.vars) {
+                if !vars.contains(&v) {
+                    vars.push(v);
+                }
+            }
+            for v in vars {
+                let fill = holes.iter().map(|h| {
+                    let x = if h.vars.contains(v) {
+                        Some(v)
+                    } else {
+                        h.vars.first()
+                    };
+                    x.map_or_else(
+                        || Expr::sym(FRESH),
+                        |x| Expr::call("*", [Expr::sym(FRESH), Expr::sym(x)]),
+                    )
+                });
+                seeds.push_back(Expr::call(FILL, fill));
+            }
+            // Every linear term in each hole, summed: a linear vector field to build on.
+            seeds.push_back(Expr::call(FILL, holes.iter().map(|h| linear(&h.vars))));
+        } else if seeds.is_empty() {
             for x in &context.inputs {
-                seeds.push_back(Expr::call("*", [Expr::sym("?"), Expr::sym(x)]));
+                seeds.push_back(Expr::call("*", [Expr::sym(FRESH), Expr::sym(x)]));
             }
         }
         // Other islands' best programs (a sharded search's later epochs): a hint, so one that
         // does not fit this island's limits is passed over.
         for m in &context.migrants {
-            if let Ok(e) = Expr::parse(m, settings.max_nodes.max(64)) {
+            if let Ok(e) = Expr::parse(m, max_nodes.max(64)) {
                 seeds.push_back(e);
             }
         }
-        if context.inputs.is_empty() && settings.seeds.is_empty() {
+        if context.inputs.is_empty() && settings.seeds.is_empty() && template.is_none() {
             return Err("`Evolve` needs data inputs (or `seeds`) to build programs from".into());
         }
+        if template.is_some_and(|t| t.holes().is_empty()) {
+            return Err("`Evolve` fills a template's holes, and this template has none".into());
+        }
         Ok(Evolve {
-            grammar: Grammar {
-                inputs: context.inputs.clone(),
-                unary: settings.unary.clone(),
-                binary: settings.binary.clone(),
-                loop_steps: if settings.loops {
-                    settings.loop_steps.clone()
-                } else {
-                    Vec::new()
-                },
-            },
+            grammar: grammar(&context.inputs),
+            holes: holes.iter().map(|h| grammar(&h.vars)).collect(),
+            max_nodes,
             settings: settings.clone(),
             rng: ChaCha8Rng::seed_from_u64(context.seed),
             pool,
@@ -172,25 +233,57 @@ impl Evolve {
             } else {
                 &self.elite[p]
             };
-            let donor = &self.elite[d];
-            let mut child =
-                self.grammar
-                    .mutate(&parent.expr, (&donor.expr, &donor.params), &mut self.rng);
+            let (parent, params) = (parent.expr.clone(), parent.params.clone());
+            let (donor, donor_params) = (self.elite[d].expr.clone(), self.elite[d].params.clone());
+            let mut child = self.mutate(&parent, (&donor, &donor_params));
             if self.rng.random_bool(0.3)
                 && let Some(c) = &child
             {
-                child = self
-                    .grammar
-                    .mutate(c, (&donor.expr, &donor.params), &mut self.rng)
-                    .or(child);
+                child = self.mutate(c, (&donor, &donor_params)).or(child);
             }
             if let Some(c) = child {
-                let params = parent.params.clone();
                 return self.allowed(&c).then_some((c, params));
             }
         }
-        let term = self.grammar.term(3, &mut self.rng);
+        let term = self.term();
         self.allowed(&term).then_some((term, Vec::new()))
+    }
+
+    /// A random term, or with a template a filling of random terms.
+    fn term(&mut self) -> Expr {
+        if self.holes.is_empty() {
+            return self.grammar.term(3, &mut self.rng);
+        }
+        let terms: Vec<Expr> = (0..self.holes.len())
+            .map(|i| self.holes[i].term(3, &mut self.rng))
+            .collect();
+        Expr::call(FILL, terms)
+    }
+
+    /// One change to `parent`: a mutation, or with a template a mutation of one hole or (one
+    /// time in [`CROSSOVER`]) that hole taken whole from `donor`.
+    fn mutate(&mut self, parent: &Expr, (donor, donor_params): (&Expr, &[String])) -> Option<Expr> {
+        if self.holes.is_empty() {
+            return self
+                .grammar
+                .mutate(parent, (donor, donor_params), &mut self.rng);
+        }
+        let (Expr::List(ours), Expr::List(theirs)) = (parent, donor) else {
+            return None;
+        };
+        if ours.len() != self.holes.len() + 1 || theirs.len() != ours.len() {
+            return None;
+        }
+        let i = self.rng.random_range(0..self.holes.len());
+        let new = if self.rng.random_ratio(1, CROSSOVER) {
+            graft(&theirs[i + 1], donor_params)
+        } else {
+            let donor_hole = (&theirs[i + 1], donor_params);
+            self.holes[i].mutate(&ours[i + 1], donor_hole, &mut self.rng)?
+        };
+        let mut child = ours.clone();
+        child[i + 1] = new;
+        Some(Expr::List(child))
     }
 
     /// Whether a program it built keeps to its nesting rule.
@@ -203,7 +296,7 @@ impl Evolve {
         // A program without constants is a law too (`x1·y1 + x2·y2`, `q·E`): calibrated as it
         // is, it keeps a spare constant from fitting the noise at its place on the front.
         let params = normalize(&mut e, params, &self.pool)?;
-        if e.nodes() > self.settings.max_nodes {
+        if e.nodes() > self.max_nodes {
             return None;
         }
         let src = e.to_string();
@@ -229,7 +322,7 @@ impl Evolve {
         }
         if self.front.offer(r) {
             self.snap(r);
-            let max_nodes = self.settings.max_nodes;
+            let max_nodes = self.max_nodes;
             self.front_parents = self
                 .front
                 .records()
@@ -255,7 +348,7 @@ impl Evolve {
         if full && self.elite.last().is_some_and(|w| fitness >= w.fitness) {
             return;
         }
-        let Some(elite) = parent_of(r, self.settings.max_nodes, fitness) else {
+        let Some(elite) = parent_of(r, self.max_nodes, fitness) else {
             return;
         };
         if full {
@@ -273,13 +366,20 @@ impl Evolve {
     /// refit moves the scale into the rest, and those may land on nice values
     /// (`−9/(x − 3)`).
     fn snap(&mut self, r: &Record) {
-        let Some(parent) = parent_of(r, self.settings.max_nodes, 0.0) else {
+        let Some(parent) = parent_of(r, self.max_nodes, 0.0) else {
             return;
         };
         let near: Vec<(&String, f64)> = parent
             .params
             .iter()
-            .filter_map(|p| Some((p, snap::nice(*r.params.get(p)?, SNAP_TOLERANCE)?)))
+            .filter_map(|p| {
+                let v = *r.params.get(p)?;
+                // With a template, a term whose constant is about zero is proposed without it.
+                if !self.holes.is_empty() && v.abs() < SNAP_ZERO {
+                    return Some((p, 0.0));
+                }
+                Some((p, snap::nice(v, SNAP_TOLERANCE)?))
+            })
             .collect();
         let mut sets: Vec<Vec<(&String, f64)>> = near.iter().map(|&n| vec![n]).collect();
         if near.len() > 1 {
@@ -298,6 +398,9 @@ impl Evolve {
                 e.substitute(p, v);
             }
             e.drop_unit_factors();
+            if !self.holes.is_empty() {
+                e.drop_zero_terms();
+            }
             let params = parent
                 .params
                 .iter()
@@ -309,6 +412,23 @@ impl Evolve {
             }
             self.snaps.push_back((e, params));
         }
+    }
+}
+
+/// `?·v1 + ?·v2 + … + ?`, nested to the left (so that hoisting one of its sums drops a term).
+fn linear(vars: &[String]) -> Expr {
+    vars.iter()
+        .map(|v| Expr::call("*", [Expr::sym(FRESH), Expr::sym(v)]))
+        .chain([Expr::sym(FRESH)])
+        .reduce(|sum, t| Expr::call("+", [sum, t]))
+        .unwrap_or_else(|| Expr::sym(FRESH))
+}
+
+/// How many expressions a filling `(holes E1 …)` has (`None` if `e` is not one).
+fn fill_arity(e: &Expr) -> Option<usize> {
+    match e {
+        Expr::List(items) if e.head() == Some(FILL) => Some(items.len() - 1),
+        _ => None,
     }
 }
 
@@ -347,7 +467,7 @@ impl Proposer for Evolve {
         }
         if out.is_empty() {
             // Every try had been seen: a random term, seen or not, keeps the search going.
-            let mut e = self.grammar.term(3, &mut self.rng);
+            let mut e = self.term();
             if let Some(params) = normalize(&mut e, &[], &self.pool) {
                 self.proposed += 1;
                 out.push(Proposal {
@@ -371,6 +491,7 @@ impl Proposer for Evolve {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ndvm_systems::population::template::Template;
     use std::collections::BTreeMap;
     use std::f64::consts::PI;
 
@@ -403,6 +524,7 @@ mod tests {
             seed: 7,
             base: ".".into(),
             migrants: Vec::new(),
+            template: None,
         }
     }
 
@@ -468,5 +590,59 @@ mod tests {
         };
         assert_eq!(built(false), 0);
         assert!(built(true) > 0, "allowed, some mutations nest");
+    }
+
+    #[test]
+    fn with_a_template_it_fills_every_hole_with_what_the_hole_may_read() {
+        let t = Template::parse("(+ k (hole f (x)) (* y (hole g (x y))))").expect("template");
+        let context = Context {
+            template: Some(std::sync::Arc::new(t.clone())),
+            ..context(&[])
+        };
+        let mut evolve = Evolve::new(&Settings::default(), &context).expect("settings");
+        // The seeds: each variable in every hole that declares it, then the linear field.
+        let first = evolve.propose(3, &mut Notes::default()).expect("proposes");
+        let srcs: Vec<&str> = first.iter().map(|p| p.src.as_str()).collect();
+        assert_eq!(
+            srcs,
+            [
+                "(holes (* a x) (* b x))",
+                "(holes (* a x) (* b y))",
+                "(holes (+ (* a x) b) (+ (+ (* c x) (* d y)) e))",
+            ]
+        );
+        let records: Vec<Record> = first
+            .iter()
+            .enumerate()
+            .map(|(i, p)| {
+                let mut r = Record::sample(i as u64, &p.src, &p.src, 0.1 + i as f64);
+                r.params = p.params.iter().map(|n| (n.clone(), 0.7)).collect();
+                r
+            })
+            .collect();
+        evolve
+            .observe(&records, &mut Notes::default())
+            .expect("observes");
+        let out = evolve
+            .propose(1000, &mut Notes::default())
+            .expect("proposes");
+        assert!(out.len() >= 900, "{}", out.len());
+        let mut one_hole_changed = 0;
+        for p in &out {
+            // Every proposal fills the template; no hole reads what it does not declare, and
+            // no parameter takes a name the template uses.
+            let program = t
+                .fill(&p.src, &p.params)
+                .unwrap_or_else(|e| panic!("{}: {e}", p.src));
+            assert!(!p.params.iter().any(|n| t.mentions(n)), "{program}");
+            let parts = t.expressions(&p.src).expect("filling");
+            one_hole_changed += usize::from(
+                records
+                    .iter()
+                    .filter_map(|r| t.expressions(&r.src).ok())
+                    .any(|q| q[0] == parts[0] || q[1] == parts[1]),
+            );
+        }
+        assert!(one_hole_changed > out.len() / 4, "{one_hole_changed}");
     }
 }

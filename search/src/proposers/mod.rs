@@ -73,6 +73,7 @@ pub mod stream;
 
 use crate::record::Record;
 use ndvm_systems::plugin::PluginsBuilder;
+use ndvm_systems::population::template::Template;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::PathBuf;
@@ -108,6 +109,9 @@ pub struct Context {
     /// In a sharded search's later epochs: the best programs every shard found so far, best
     /// first ([`crate::shards`]); a proposer may start from them (Evolve does).
     pub migrants: Vec<String>,
+    /// The search's template: then every proposal is a filling of its holes, `(holes E1 E2 …)`
+    /// ([`ndvm_systems::population::template`]).
+    pub template: Option<Arc<Template>>,
 }
 
 /// Why a proposer stopped working.

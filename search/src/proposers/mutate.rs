@@ -223,14 +223,7 @@ impl Grammar {
             // Splice in a subtree of another candidate (its parameters become new ones).
             90..=95 => {
                 let spots = positions(donor);
-                let mut graft = donor.at(spots.choose(rng)?)?.clone();
-                graft.rename(&mut |s: &str| {
-                    donor_params
-                        .iter()
-                        .any(|p| p == s)
-                        .then(|| FRESH.to_string())
-                });
-                graft
+                graft(donor.at(spots.choose(rng)?)?, donor_params)
             }
             // Wrap the whole program in a counted loop.
             _ => return self.wrap_in_loop(parent, &spots, rng),
@@ -272,6 +265,14 @@ impl Grammar {
             ],
         ))
     }
+}
+
+/// A copy of `e`, a part of another program, with that program's parameters `params` made
+/// new ones (`?`): a graft shares no constant with the program it joins.
+pub fn graft(e: &Expr, params: &[String]) -> Expr {
+    let mut out = e.clone();
+    out.rename(&mut |s: &str| params.iter().any(|p| p == s).then(|| FRESH.to_string()));
+    out
 }
 
 /// Families of functions that do not nest within themselves unless a search allows it.

@@ -102,6 +102,7 @@ impl Search {
         let start = std::time::Instant::now();
         let (context, protocol, seed) = (&self.context, &self.protocol, self.spec.seed);
         let parameters = &self.parameters;
+        let (template, template_params) = (self.template.as_deref(), &self.template_params);
         let prepared: Vec<_> = taken
             .into_par_iter()
             .map(|(index, n, slot, mut proposal)| {
@@ -117,15 +118,39 @@ impl Search {
                     Err(_) => None,
                 }
                 .unwrap_or_else(|| proposal.src.chars().take(200).collect());
-                let flight = Inflight {
+                // A template's filling becomes the whole program; the template's own parameters
+                // join the filling's.
+                let filled = checked.and_then(|()| {
+                    let Some(t) = template else {
+                        return Ok(None);
+                    };
+                    let mut names = proposal.params.clone();
+                    if let Some(p) = names.iter().find(|p| t.mentions(p)) {
+                        return Err(format!(
+                            "the parameter `{p}` is a name the template uses: rename it"
+                        ));
+                    }
+                    names.extend(template_params.iter().cloned());
+                    let src = t.fill(&proposal.src, &proposal.params)?;
+                    let src = match &context.trajectories {
+                        Some(traj) => traj.program(&src),
+                        None => src,
+                    };
+                    Ok(Some((src, names)))
+                });
+                let mut flight = Inflight {
                     proposer: slot,
                     proposal,
                     skeleton,
                     draws: n,
+                    filled: None,
                 };
-                let member = checked.map(|()| {
+                let member = filled.map(|filled| {
+                    flight.filled = filled;
+                    let (src, names) = flight.program();
+                    let (src, names) = (src.to_string(), names.to_vec());
                     let params = Parameters {
-                        names: flight.proposal.params.clone(),
+                        names,
                         init: parameters.init.clone(),
                         restarts: Restarts {
                             count: n as u32,
@@ -138,7 +163,7 @@ impl Search {
                         protocol,
                         index as usize,
                         flight.proposal.name.clone(),
-                        flight.proposal.src.clone(),
+                        src,
                         &params,
                         context.data.clone(),
                         context.shared.clone(),

@@ -5,12 +5,18 @@
 //! draw's final constants, in one forward walk with the draws as lanes. A lane's numbers do not
 //! depend on the batch it rides in (docs/language-reference.md §9.1), so this is bit for bit the R²
 //! a fit that carried the held-out lanes along would report.
+//!
+//! A search over trajectories holds out whole trajectories (`held_out`, by id): each draw's
+//! right-hand side is integrated over them from their first observations, and its R² is one
+//! minus the scaled squared error over the total sum of squares of their later observations
+//! ([`Trajectories::total_squares`]) — a second initial condition predicted.
 
 use ndvm_components::prelude::*;
 use ndvm_components::scene::Precision;
 use ndvm_engine::prelude::*;
 use ndvm_systems::loss::{self, LaneAxes};
 use ndvm_systems::machine::bind;
+use ndvm_systems::population::trajectory::{self, Trajectories};
 use rayon::prelude::*;
 use std::cell::RefCell;
 use std::sync::Arc;
@@ -27,6 +33,8 @@ pub struct HeldOut {
     programs: ProgramCache,
     primitives: Registry,
     precision: Precision,
+    /// Held-out trajectories and their total sum of squares (a search over trajectories).
+    trajectories: Option<(Arc<Trajectories>, f64)>,
 }
 
 /// One evaluation: a candidate's source, its parameter names and each draw's final constants,
@@ -94,14 +102,27 @@ pub fn split(
         programs: ProgramCache::default(),
         primitives,
         precision,
+        trajectories: None,
     };
     (train, held)
 }
 
 impl HeldOut {
-    /// Whether there are held-out points to score.
+    /// Scores on the trajectories `held` instead of points: `fitted` are the ones candidates
+    /// are calibrated on, whose inputs give way to `held`'s (the same names).
+    pub fn hold_trajectories(&mut self, held: Arc<Trajectories>, fitted: &Trajectories) {
+        let fitted: Vec<String> = fitted.inputs().into_iter().map(|m| m.name).collect();
+        let mut shared = (*self.shared).clone();
+        shared.matrices.retain(|m| !fitted.contains(&m.name));
+        shared.matrices.extend(held.inputs());
+        self.shared = Arc::new(shared);
+        let total = held.total_squares();
+        self.trajectories = Some((held, total));
+    }
+
+    /// Whether there are held-out points (or trajectories) to score.
     pub fn has_data(&self) -> bool {
-        self.data.is_some()
+        self.data.is_some() || self.trajectories.is_some()
     }
 
     /// Bounds the decoded programs kept (the search calls it as it records).
@@ -132,36 +153,20 @@ impl HeldOut {
         restarts: usize,
     ) -> Vec<Option<f64>> {
         let none = vec![None; restarts];
+        if let Some((held, total)) = &self.trajectories {
+            let program = held.program(trajectory::candidate_of(src));
+            let Some(out) = self.outputs(&program, params, values, restarts, None) else {
+                return none;
+            };
+            return out
+                .into_iter()
+                .map(|sse| (sse.is_finite() && *total > 0.0).then(|| 1.0 - sse / total))
+                .collect();
+        }
         let Some(data) = self.data.clone() else {
             return none;
         };
-        let spec = FitSpec {
-            params: params.to_vec(),
-            bounds: Vec::new(),
-            restarts,
-            loss: Loss::Mse,
-            data: Some(data.clone()),
-            shared: self.shared.clone(),
-            optimizer: Default::default(),
-            steps: 0,
-            tolerance: None,
-        };
-        let names = spec.input_names();
-        let names: Vec<&str> = names.iter().map(String::as_str).collect();
-        let Ok(program) = self.programs.get_with(src, &names, &self.primitives) else {
-            return none;
-        };
-        let values = ParamValues(values.to_vec());
-        let lanes: Vec<usize> = (0..spec.lanes()).collect();
-        let out = match self.precision {
-            Precision::F32 => with_vm(&F32, |vm| {
-                outputs(vm, &program, &bind(&lanes, &spec, &values))
-            }),
-            Precision::F64 => with_vm(&F64, |vm| {
-                outputs(vm, &program, &bind(&lanes, &spec, &values))
-            }),
-        };
-        let Some(out) = out else {
+        let Some(out) = self.outputs(src, params, values, restarts, Some(data.clone())) else {
             return none;
         };
         let axes = LaneAxes {
@@ -172,6 +177,41 @@ impl HeldOut {
             .into_iter()
             .map(|r| (!r.is_nan()).then_some(r))
             .collect()
+    }
+
+    /// The program's output in every lane (draws × points of `data`), widened to f64.
+    fn outputs(
+        &self,
+        src: &str,
+        params: &[String],
+        values: &[f64],
+        restarts: usize,
+        data: Option<Arc<Dataset>>,
+    ) -> Option<Vec<f64>> {
+        let spec = FitSpec {
+            params: params.to_vec(),
+            bounds: Vec::new(),
+            restarts,
+            loss: Loss::Mse,
+            data,
+            shared: self.shared.clone(),
+            optimizer: Default::default(),
+            steps: 0,
+            tolerance: None,
+        };
+        let names = spec.input_names();
+        let names: Vec<&str> = names.iter().map(String::as_str).collect();
+        let program = self.programs.get_with(src, &names, &self.primitives).ok()?;
+        let values = ParamValues(values.to_vec());
+        let lanes: Vec<usize> = (0..spec.lanes()).collect();
+        match self.precision {
+            Precision::F32 => with_vm(&F32, |vm| {
+                outputs(vm, &program, &bind(&lanes, &spec, &values))
+            }),
+            Precision::F64 => with_vm(&F64, |vm| {
+                outputs(vm, &program, &bind(&lanes, &spec, &values))
+            }),
+        }
     }
 }
 

@@ -29,6 +29,7 @@ use ndvm_components::scene::search::{Search as Spec, Success};
 use ndvm_components::scene::{Parameters, Precision, Scene};
 use ndvm_systems::fit::{Fit, FitOptions};
 use ndvm_systems::plugin::Plugins;
+use ndvm_systems::population::template::Template;
 use ndvm_systems::population::{self, Protocol};
 use ndvm_systems::resources::FitSettings;
 use ndvm_systems::settings::{self, Job, Threads};
@@ -113,6 +114,18 @@ struct Inflight {
     skeleton: String,
     /// Its draws (the last candidate under a calibration budget may get fewer).
     draws: u64,
+    /// With a template: the program its filling makes and every parameter it calibrates.
+    filled: Option<(String, Vec<String>)>,
+}
+
+impl Inflight {
+    /// The program calibrated and its parameters.
+    fn program(&self) -> (&str, &[String]) {
+        match &self.filled {
+            Some((src, names)) => (src, names),
+            None => (&self.proposal.src, &self.proposal.params),
+        }
+    }
 }
 
 /// A running search.
@@ -122,6 +135,10 @@ pub struct Search {
     context: population::Context,
     /// The held-out points' evaluator, shared with the fit's scorer.
     held: Arc<heldout::HeldOut>,
+    /// The model with holes that every proposal fills, and the scene parameters it mentions
+    /// (calibrated in every candidate beside the filling's own).
+    template: Option<Arc<Template>>,
+    template_params: Vec<String>,
     parameters: Parameters,
     /// The fit the candidates are calibrated in (taken out while the loop runs, so that it can
     /// step while the rest of the search records the last step's calibrations).
@@ -180,20 +197,33 @@ impl Search {
             .as_ref()
             .zip(context.data.as_deref())
             .and_then(|(spec, d)| population::dropped_warning(d, spec));
-        let inputs: Vec<String> = context
-            .data
-            .as_ref()
-            .map(|d| d.inputs.keys().cloned().collect())
-            .unwrap_or_default();
+        // A trajectory's data points are the engine's own (one interval each): a candidate
+        // reads the states through its template's holes.
+        let inputs: Vec<String> = match (&context.data, &context.trajectories) {
+            (Some(d), None) => d.inputs.keys().cloned().collect(),
+            _ => Vec::new(),
+        };
         let precision = settings::precision(options.precision, scene, Job::Search);
         // Candidates are fitted to the training points; the held-out ones are evaluated once.
-        let (train, held) = heldout::split(
+        let (train, mut held) = heldout::split(
             context.data.as_ref(),
             context.shared.clone(),
             options.plugins.primitives.clone(),
             precision,
         );
         context.data = train;
+        if let (Some(h), Some(t)) = (&context.held_trajectories, &context.trajectories) {
+            held.hold_trajectories(h.clone(), t);
+        }
+        let template = Template::of_scene(scene)
+            .map_err(SearchError::Setting)?
+            .map(Arc::new);
+        let template_params: Vec<String> = template.as_ref().map_or_else(Vec::new, |t| {
+            (scene.parameters.names.iter())
+                .filter(|n| t.mentions(n))
+                .cloned()
+                .collect()
+        });
         let c = &spec.calibration;
         let points = context.data.as_ref().map_or(1, |d| d.points());
         let lanes_per_candidate = (c.draws as usize).saturating_mul(points);
@@ -276,6 +306,7 @@ impl Search {
             options,
             seeds,
             front_penalty,
+            template.as_ref(),
             &mut notes,
         )?;
         let by_r2 = matches!(spec.success, Success::HeldOutR2(_));
@@ -291,6 +322,8 @@ impl Search {
             parameters: scene.parameters.clone(),
             context,
             held,
+            template,
+            template_params,
             fit: Some(fit),
             slots,
             turn: 0,
@@ -517,6 +550,7 @@ impl Search {
             timeline: self.timeline.clone(),
             truth: self.truth.clone(),
             group_front: self.group_front,
+            holes: self.template.as_ref().map_or_else(Vec::new, |t| t.names()),
         })
     }
 }

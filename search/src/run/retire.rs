@@ -134,7 +134,7 @@ impl Search {
             .iter()
             .filter(|(c, _)| unscored(c))
             .map(|(c, flight)| {
-                let names = &flight.proposal.params;
+                let (src, names) = flight.program();
                 let restarts = c.restarts.len();
                 let mut values = vec![0.0; names.len() * restarts];
                 for (r, draw) in c.restarts.iter().enumerate() {
@@ -143,7 +143,7 @@ impl Search {
                     }
                 }
                 Job {
-                    src: &flight.proposal.src,
+                    src,
                     params: names,
                     values,
                     restarts,

@@ -10,7 +10,9 @@ use ndvm_components::input_file::TEXT_LIMIT;
 use ndvm_components::scene::search::{ProposerSpec, Search as Spec, Success};
 use ndvm_components::scene::{Candidates, Scene};
 use ndvm_systems::plugin::Plugins;
+use ndvm_systems::population::template::Template;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// Evolve's operators must be primitives the engine knows (with the plugins').
 pub(super) fn check_grammar(spec: &Spec, plugins: &Plugins) -> Result<(), SearchError> {
@@ -46,6 +48,7 @@ pub(super) fn start_proposers(
     options: &SearchOptions,
     seeds: Vec<Proposal>,
     front_penalty: Option<crate::front::Penalty>,
+    template: Option<&Arc<Template>>,
     notes: &mut Notes,
 ) -> Result<Vec<Slot>, SearchError> {
     let success = match spec.success {
@@ -84,6 +87,7 @@ pub(super) fn start_proposers(
             seed: mix(spec.seed, 1 << 32 | i as u64),
             base: base.to_path_buf(),
             migrants: shard.map(|t| t.migrants.clone()).unwrap_or_default(),
+            template: template.cloned(),
         };
         let p: Box<dyn Proposer> = match p {
             ProposerSpec::Stream { path, cycle, take } => {

@@ -21,6 +21,7 @@ use crate::shards::{MAX_PARTS, Plan, ShardOutput};
 use crate::tally::{ProposerTally, Tally};
 use crate::timeline::Timeline;
 use ndvm_components::scene::{Precision, Scene};
+use ndvm_systems::population::template::Template;
 use rayon::prelude::*;
 use std::io::Write;
 use std::time::Instant;
@@ -373,6 +374,10 @@ impl<'a, W: Write> Merger<'a, W> {
             timeline,
             truth: crate::front::truth(scene),
             group_front: true,
+            holes: Template::of_scene(scene)
+                .ok()
+                .flatten()
+                .map_or_else(Vec::new, |t| t.names()),
         });
         times.lap(began, false);
         Ok(Merged {

@@ -224,6 +224,34 @@ impl Expr {
         }
     }
 
+    /// Drops terms that are the literal 0: `(+ x 0)` and `(- x 0)` become `x`, a product or a
+    /// quotient with a factor 0 becomes `0` (where nothing else is left of a sum, `0`).
+    pub fn drop_zero_terms(&mut self) {
+        let Expr::List(items) = self else {
+            return;
+        };
+        items.iter_mut().skip(1).for_each(Expr::drop_zero_terms);
+        let zero = |e: &Expr| matches!(e, Expr::Num(x) if *x == 0.0);
+        let args = &self.as_slice()[1..];
+        let kept = match self.head() {
+            Some("*") if args.iter().any(zero) => Some(Expr::Num(0.0)),
+            Some("/") if args.first().is_some_and(zero) => Some(Expr::Num(0.0)),
+            Some("+") if args.iter().any(zero) => {
+                let rest: Vec<Expr> = args.iter().filter(|a| !zero(a)).cloned().collect();
+                Some(match rest.len() {
+                    0 => Expr::Num(0.0),
+                    1 => rest[0].clone(),
+                    _ => Expr::call("+", rest),
+                })
+            }
+            Some("-") if args.len() == 2 && zero(&args[1]) => Some(args[0].clone()),
+            _ => None,
+        };
+        if let Some(k) = kept {
+            *self = k;
+        }
+    }
+
     fn as_slice(&self) -> &[Expr] {
         match self {
             Expr::List(items) => items,
@@ -313,6 +341,22 @@ mod tests {
             Expr::parse(&src, usize::MAX),
             Err(format!("it nests deeper than {MAX_DEPTH} levels"))
         );
+    }
+
+    #[test]
+    fn zero_terms_drop_out() {
+        for (src, want) in [
+            ("(+ (* a x) (* 0 x y))", "(* a x)"),
+            ("(- (* a x) (/ 0 y))", "(* a x)"),
+            ("(+ (* 0 x) 0 (sin x) y)", "(+ (sin x) y)"),
+            ("(+ (* 0 x) 0)", "0"),
+            ("(- 0 x)", "(- 0 x)"),
+            ("(/ x 0)", "(/ x 0)"),
+        ] {
+            let mut e = Expr::parse(src, 100).expect("tree");
+            e.drop_zero_terms();
+            assert_eq!(e.to_string(), want, "{src}");
+        }
     }
 
     #[test]

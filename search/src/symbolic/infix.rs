@@ -33,7 +33,7 @@ const FUNCTIONS: &[(&str, &str, &str)] = &[
 ];
 
 /// Largest program turned into an equation (nodes).
-const MAX_NODES: usize = 4096;
+pub(crate) const MAX_NODES: usize = 4096;
 
 /// Binding strength, loosest first.
 #[derive(Clone, Copy, PartialEq, PartialOrd)]

@@ -8,6 +8,7 @@
 //! streams by [`ndvm_components::candidate_stream`].
 
 pub mod data;
+pub mod template;
 pub mod trajectory;
 
 use data::DataError;
@@ -91,26 +92,34 @@ pub struct Context {
     /// The scene's trajectories (its `data` as a `Trajectory`): among the shared inputs, and
     /// integrated by every candidate ([`trajectory`]).
     pub trajectories: Option<Arc<Trajectories>>,
+    /// The trajectories a search holds out (`held_out`): scored, never fitted.
+    pub held_trajectories: Option<Arc<Trajectories>>,
 }
 
 impl Context {
     /// Loads the scene's shared inputs and data (paths relative to `base`).
     pub fn load(scene: &Scene, base: &Path) -> Result<Context, PopulationError> {
         let mut shared = shared_inputs(scene, base)?;
-        let (data, trajectories) = match &scene.data {
+        let (data, trajectories, held) = match &scene.data {
             Some(d) => match Trajectories::of(d, base)? {
-                Some(t) => {
+                Some(mut t) => {
+                    let held = match d {
+                        Data::Trajectory { held_out, path, .. } => t.hold_out(held_out, path)?,
+                        _ => None,
+                    };
                     shared.matrices.extend(t.inputs());
-                    (None, Some(Arc::new(t)))
+                    let intervals = (t.window == Some(1)).then(|| Arc::new(t.intervals()));
+                    (intervals, Some(Arc::new(t)), held.map(Arc::new))
                 }
-                None => (Some(Arc::new(data::load(d, base)?)), None),
+                None => (Some(Arc::new(data::load(d, base)?)), None, None),
             },
-            None => (None, None),
+            None => (None, None, None),
         };
         Ok(Context {
             shared: Arc::new(shared),
             data,
             trajectories,
+            held_trajectories: held,
         })
     }
 }
@@ -182,6 +191,7 @@ pub fn build(scene: &Scene, base: &Path) -> Result<(Vec<Member>, Vec<String>), P
         shared,
         data: scene_data,
         trajectories,
+        ..
     } = Context::load(scene, base)?;
     let protocol = Protocol::of_scene(scene);
     if let (Some(d), Some(data)) = (&scene_data, &scene.data) {
@@ -221,6 +231,17 @@ pub fn build(scene: &Scene, base: &Path) -> Result<(Vec<Member>, Vec<String>), P
             return Err(PopulationError::Names {
                 candidate: name,
                 message,
+            });
+        }
+        if form == Form::Dialect
+            && let Some((line, column)) = template::first_hole(&source)
+        {
+            return Err(PopulationError::Names {
+                candidate: name,
+                message: format!(
+                    "line {line}, column {column}: a program with a `(hole …)` is a template, \
+                     which a search fills: give it as the search's `template`"
+                ),
             });
         }
         let source = match &trajectories {

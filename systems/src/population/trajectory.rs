@@ -14,15 +14,16 @@
 
 use crate::population::data::{DataError, cell};
 use ndvm_components::candidate::SharedMatrix;
+use ndvm_components::dataset::{ColumnNames, Dataset};
 use ndvm_components::input_file;
 use ndvm_components::scene::Data;
 use std::path::Path;
 
 /// The ODE library, in the dialect. `(ode-rk4 f t s h)`: one classical Runge–Kutta step of
 /// `ds/dt = (f t s)` from the state vector `s` at time `t`; `(ode-advance f t0 t1 s n)`: `n` such
-/// steps from `t0` to `t1`; `(ode-sse f times obs scale n)`: the scaled squared error of the
-/// trajectory started at `obs`'s first row, against its later rows (`+inf.0` once a state
-/// blows up).
+/// steps from `t0` to `t1`; `(ode-sse f times obs scale n w)`: the scaled squared error of the
+/// trajectory started at `obs`'s first row, against its later rows, starting again from the
+/// observed state every `w` intervals (`+inf.0` once a state blows up).
 pub const LIBRARY: &str = "\
 (define (ode-rk4 f t s h)
   (let* ((k1 (f t s))
@@ -34,14 +35,16 @@ pub const LIBRARY: &str = "\
   (let ((h (/ (- t1 t0) n)))
     (loop ((j 0) (s s))
       (if (= j n) s (recur (+ j 1) (ode-rk4 f (+ t0 (* j h)) s h))))))
-(define (ode-sse f times obs scale n)
+(define (ode-sse f times obs scale n w)
   (loop ((k 1) (s (ref obs 0)) (sse 0))
     (if (= k (vlen times))
         sse
         (let* ((s1 (ode-advance f (ref times (- k 1)) (ref times k) s n))
                (e (/ (- s1 (ref obs k)) scale))
                (e2 (dot e e)))
-          (if (< e2 1e100) (recur (+ k 1) s1 (+ sse e2)) +inf.0)))))
+          (if (< e2 1e100)
+              (recur (+ k 1) (if (= (remainder k w) 0) (ref obs k) s1) (+ sse e2))
+              +inf.0)))))
 ";
 
 /// One trajectory: its name, its times and its states (`times × states`, row-major).
@@ -59,6 +62,8 @@ pub struct Trajectories {
     pub states: Vec<String>,
     pub runs: Vec<Trajectory>,
     pub substeps: u32,
+    /// Observation intervals per integration (`None`: the whole trajectory).
+    pub window: Option<u32>,
 }
 
 impl Trajectories {
@@ -71,12 +76,15 @@ impl Trajectories {
             states,
             id,
             substeps,
+            window,
+            ..
         } = data
         else {
             return Ok(None);
         };
         let mut t = Trajectories::read(&base.join(path), time, states, id.as_deref())?;
         t.substeps = *substeps;
+        t.window = *window;
         Ok(Some(t))
     }
 
@@ -167,7 +175,77 @@ impl Trajectories {
             states: states.to_vec(),
             runs,
             substeps: 10,
+            window: None,
         })
+    }
+
+    /// Moves the trajectories named in `ids` out into a set of their own (`None` when `ids` is
+    /// empty): what a search holds out. Every id must name a trajectory, and one must be left.
+    pub fn hold_out(
+        &mut self,
+        ids: &[String],
+        shown: &str,
+    ) -> Result<Option<Trajectories>, DataError> {
+        if ids.is_empty() {
+            return Ok(None);
+        }
+        let fail = |message: String| DataError::Csv {
+            path: shown.to_string(),
+            message,
+        };
+        if let Some(missing) = ids.iter().find(|i| !self.runs.iter().any(|r| &r.id == *i)) {
+            let known: Vec<&str> = self.runs.iter().take(20).map(|r| r.id.as_str()).collect();
+            return Err(fail(format!(
+                "`held_out` names trajectory `{missing}`, which the file does not have (it has {})",
+                known.join(", ")
+            )));
+        }
+        let (held, kept): (Vec<Trajectory>, Vec<Trajectory>) = std::mem::take(&mut self.runs)
+            .into_iter()
+            .partition(|r| ids.contains(&r.id));
+        if kept.is_empty() {
+            return Err(fail(
+                "`held_out` names every trajectory: none is left to fit".into(),
+            ));
+        }
+        self.runs = kept;
+        Ok(Some(Trajectories {
+            states: self.states.clone(),
+            runs: held,
+            substeps: self.substeps,
+            // Held out: predicted whole from its first observation.
+            window: None,
+        }))
+    }
+
+    /// The total sum of squares the R² of a model compares with: every observation after a
+    /// trajectory's first (the ones the loss compares), each state's distance to its mean over
+    /// all observations, divided by its spread as the loss divides it.
+    pub fn total_squares(&self) -> f64 {
+        let d = self.states.len();
+        let spread = self.spread();
+        let n = self.runs.iter().map(|t| t.times.len()).sum::<usize>() as f64;
+        let means: Vec<f64> = (0..d)
+            .map(|j| {
+                let sum: f64 = self
+                    .runs
+                    .iter()
+                    .flat_map(|t| t.states.iter().skip(j).step_by(d))
+                    .sum();
+                sum / n
+            })
+            .collect();
+        self.runs
+            .iter()
+            .flat_map(|t| t.states.chunks(d).skip(1))
+            .map(|row| {
+                row.iter()
+                    .zip(&means)
+                    .zip(&spread)
+                    .map(|((y, m), s)| ((y - m) / s).powi(2))
+                    .sum::<f64>()
+            })
+            .sum()
     }
 
     /// Each state's standard deviation over every observation (1 where it does not vary):
@@ -215,27 +293,99 @@ impl Trajectories {
         out
     }
 
+    /// The one-interval problems of `window: Some(1)`, as data points: one per observation
+    /// after a trajectory's first and per state, each integrating `rhs` over one interval from
+    /// the observation before (`ndvm-t0`, `ndvm-t1`, the states `ndvm-s0`, `ndvm-s1`, …) and
+    /// fitted to the state it reached, divided by its spread (the one-hot `ndvm-w0`, `ndvm-w1`,
+    /// … pick the state). A least-squares problem: Levenberg–Marquardt calibrates it.
+    pub fn intervals(&self) -> Dataset {
+        let d = self.states.len();
+        let spread = self.spread();
+        let mut columns: Vec<(String, Vec<f64>)> = ["ndvm-t0", "ndvm-t1"]
+            .into_iter()
+            .map(String::from)
+            .chain((0..d).map(|j| format!("ndvm-s{j}")))
+            .chain((0..d).map(|j| format!("ndvm-w{j}")))
+            .map(|n| (n, Vec::new()))
+            .collect();
+        let mut target = Vec::new();
+        for t in &self.runs {
+            for k in 1..t.times.len() {
+                let (before, after) =
+                    (&t.states[(k - 1) * d..k * d], &t.states[k * d..(k + 1) * d]);
+                for j in 0..d {
+                    columns[0].1.push(t.times[k - 1]);
+                    columns[1].1.push(t.times[k]);
+                    for (i, x) in before.iter().enumerate() {
+                        columns[2 + i].1.push(*x);
+                        columns[2 + d + i].1.push(if i == j { 1.0 } else { 0.0 });
+                    }
+                    target.push(after[j] / spread[j]);
+                }
+            }
+        }
+        let names = ColumnNames {
+            inputs: columns
+                .iter()
+                .map(|(n, _)| (n.clone(), n.clone()))
+                .collect(),
+            target: "ndvm-next".into(),
+        };
+        Dataset {
+            train: vec![true; target.len()],
+            inputs: columns.into_iter().collect(),
+            target,
+            dropped_rows: Vec::new(),
+            names,
+        }
+    }
+
     /// `source` (which defines `rhs`) as the whole program: the library, then the loss summed
     /// over the trajectories. The candidate's own text comes first, so its errors keep their
     /// lines.
     pub fn program(&self, source: &str) -> String {
         let substeps = self.substeps;
+        let longest = self.runs.iter().map(|t| t.times.len()).max().unwrap_or(1);
+        let window = self.window.map_or(longest, |w| w as usize);
         let args: Vec<String> = (0..self.states.len())
             .map(|j| format!("(ref s {j})"))
             .collect();
+        let rhs = format!("(define (ndvm-rhs t s) (rhs t {}))", args.join(" "));
+        if self.window == Some(1) {
+            let d = self.states.len();
+            let start: Vec<String> = (0..d).map(|j| format!("ndvm-s{j}")).collect();
+            let picked: Vec<String> = (self.spread().iter().enumerate())
+                .map(|(j, s)| format!("(* ndvm-w{j} (/ (ref s1 {j}) {s:?}))"))
+                .collect();
+            return format!(
+                "{source}\n{MARKER}\n{LIBRARY}{rhs}\n(let ((s1 (ode-advance ndvm-rhs ndvm-t0 ndvm-t1 [{}] {substeps})))\n  (+ {}))\n",
+                start.join(" "),
+                picked.join(" ")
+            );
+        }
         let losses: Vec<String> = (0..self.runs.len())
             .map(|i| {
                 format!(
-                    "(ode-sse ndvm-rhs (ref ndvm-times-{i} 0) ndvm-states-{i} (ref ndvm-spread 0) {substeps})"
+                    "(ode-sse ndvm-rhs (ref ndvm-times-{i} 0) ndvm-states-{i} (ref ndvm-spread 0) {substeps} {window})"
                 )
             })
             .collect();
         format!(
-            "{source}\n;; ndvm: the ODE library and the trajectory loss\n{LIBRARY}(define (ndvm-rhs t s) (rhs t {}))\n(+ 0 {})\n",
-            args.join(" "),
+            "{source}\n{MARKER}\n{LIBRARY}{rhs}\n(+ 0 {})\n",
             losses.join(" ")
         )
     }
+}
+
+/// The line between a candidate's own text and what [`Trajectories::program`] appends.
+const MARKER: &str = ";; ndvm: the ODE library and the trajectory loss";
+
+/// The candidate's own text of a program [`Trajectories::program`] built (the whole text if
+/// it was not built so).
+pub fn candidate_of(program: &str) -> &str {
+    program
+        .rfind(&format!("\n{MARKER}\n"))
+        .map_or(program, |at| &program[..at])
 }
 
 fn in_trajectory(id: &str) -> String {

@@ -295,12 +295,18 @@ fn gather<'a>(spec: &FitSpec, groups: &[GroupView<'a>]) -> std::borrow::Cow<'a, 
     if let [(group, out)] = groups
         && group.lanes.len() == lanes
         && out.grads.len() == params * lanes
+        && out.error.is_none()
     {
         return std::borrow::Cow::Borrowed(&out.grads);
     }
     let mut per_lane = vec![0.0; params * lanes];
     for (group, out) in groups {
         let n = group.lanes.len();
+        // A group whose walk failed at a trial point has no gradients (its lanes' outputs are
+        // NaN, which rejects the trial): its lanes keep zeros.
+        if out.error.is_some() || out.grads.len() != params * n {
+            continue;
+        }
         for p in 0..params {
             for (&lane, &x) in group.lanes.iter().zip(&out.grads[p * n..(p + 1) * n]) {
                 per_lane[p * lanes + lane] = x;
