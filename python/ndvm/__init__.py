@@ -174,4 +174,8 @@ def __getattr__(name: str) -> Any:
         from .sklearn import SymbolicRegressor
 
         return SymbolicRegressor
+    if name == "ODERegressor":
+        from .dynamics import ODERegressor
+
+        return ODERegressor
     raise AttributeError(f"module 'ndvm' has no attribute {name!r}")

@@ -145,3 +145,30 @@ class SymbolicRegressor:
     def score(self, X: Any, y: Any, sample_weight: Any = ...) -> float: ...
     def sympy(self, index: Optional[int] = ...) -> Any: ...
     def latex(self, index: Optional[int] = ...) -> str: ...
+
+class ODERegressor:
+    """The equations of a system's dynamics from its trajectories, PySINDy's way
+    (``ndvm.dynamics``)."""
+
+    equations_: list[dict[str, Any]]
+    best_: dict[str, Any]
+    report_: dict[str, Any]
+    def __init__(
+        self,
+        seconds: float = ...,
+        calibrations: Optional[int] = ...,
+        unary: Sequence[str] = ...,
+        binary: Sequence[str] = ...,
+        max_nodes: int = ...,
+        steps: int = ...,
+        draws: int = ...,
+        substeps: int = ...,
+        seed: int = ...,
+        threads: Optional[int] = ...,
+        feature_names: Optional[Sequence[str]] = ...,
+    ) -> None: ...
+    def fit(self, x: Any, t: Any = ...) -> "ODERegressor": ...
+    def equations(self, index: Optional[int] = ...) -> list[str]: ...
+    def sympy(self, index: Optional[int] = ...) -> list[Any]: ...
+    def simulate(self, x0: Any, t: Any, index: Optional[int] = ...) -> Any: ...
+    def score(self, x: Any, t: Any = ..., index: Optional[int] = ...) -> float: ...

@@ -69,3 +69,53 @@ def test_a_system_is_written_as_two_trajectories(tmp_path):
     assert [r[0] for r in rows[1:]] == ["0"] * 150 + ["1"] * 150
     first = [float(v) for v in rows[1][2:]]
     assert first == by_id(55)["init"][0]
+
+
+def _runner():
+    path = HARNESS.parent / "run.py"
+    spec = importlib.util.spec_from_file_location("odebench_run", path)
+    run = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(run)
+    return run
+
+
+def test_the_symbolic_judge_takes_equal_laws_and_refuses_others():
+    import sympy
+
+    run = _runner()
+    x, y = sympy.symbols("x_0 x_1")
+    truth = run.truth_of(by_id(1))[0]  # (0.7 - x_0/1.2)/2.31
+    assert run.same_law(0.303030 - 0.360750 * x, truth)
+    assert run.same_law(-0.36075 * (x - 0.84), truth)
+    assert not run.same_law(0.303 - 0.5 * x, truth)
+    assert not run.same_law(0.303 - 0.36 * x + 0.01 * x**2, truth)
+    assert run.same_law(2.0 * sympy.sin(x), 2 * sympy.sin(x))
+
+
+def test_the_smoke_run_judges_every_method_on_three_systems(tmp_path):
+    """The CI smoke run: three systems (one, two and three states), ndvm under a calibration
+    budget (the same answer anywhere), PySINDy and Operon where installed."""
+    pytest.importorskip("sklearn")
+    run = _runner()
+    methods = ["ndvm"]
+    for name, module in [("pysindy", "pysindy"), ("operon", "pyoperon")]:
+        if importlib.util.find_spec(module) is not None:
+            methods.append(name)
+    argv = ["--out", str(tmp_path), "--systems", "1,31,55", "--seconds", "3",
+            "--calibrations", "2500", "--methods", ",".join(methods)]
+    assert run.main(argv) == 0
+    import json
+
+    rows = [json.loads(line) for line in (tmp_path / "results.jsonl").read_text().splitlines()]
+    assert sorted((r["id"], r["method"]) for r in rows) == sorted(
+        (i, m) for i in (1, 31, 55) for m in methods
+    )
+    ndvm = {r["id"]: r for r in rows if r["method"] == "ndvm"}
+    # The RC circuit and the SIR model: found and predicted from the other start.
+    for i in (1, 31):
+        assert ndvm[i]["reconstruction_r2"] > 0.999, ndvm[i]
+        assert ndvm[i]["generalization_r2"] > 0.99, ndvm[i]
+    # A second run resumes: nothing is judged twice.
+    assert run.main(argv) == 0
+    assert len((tmp_path / "results.jsonl").read_text().splitlines()) == len(rows)
+    assert "| ndvm | 0.0 | 3 |" in run.summary(tmp_path / "results.jsonl")

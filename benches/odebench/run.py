@@ -1,0 +1,311 @@
+"""ODEBench: ndvm against PySINDy and Operon on the same trajectories and the same clock.
+
+For each system: the trajectory from its first initial condition (`trajectories.py`, with
+ODEBench's multiplicative noise when asked for) is what every method is fitted to, with the same
+wall-clock budget; the equations it finds are integrated (LSODA, from each observation time to
+the next, an evaluation budget against stiff models) from both initial conditions and judged
+against the noise-free solutions:
+
+- reconstruction: R² over every state of the first trajectory (ODEFormer's score), success
+  when > 0.9;
+- generalization: the same from the second initial condition;
+- symbolic recovery, per component the SRBench way: the found right-hand side, constants
+  rounded to 3 significant digits, minus (or divided by) the true one simplifies to a
+  constant (0 for the difference); a system is recovered when every component is.
+
+Methods: `ndvm` (`ndvm.ODERegressor`, every core), `pysindy` (its polynomial library of degree 2
+plus sines and cosines, derivatives by its smoothed finite differences, STLSQ) and `operon`
+(`pyoperon`'s SymbolicRegressor per component on finite-difference derivatives, its budget
+split between the components). Each result is appended to `OUT/results.jsonl` as it comes, so
+a run resumes where it stopped; `--summary` prints the table.
+
+    python benches/odebench/run.py --out DIR [--methods ndvm,pysindy,operon] [--systems 1,31]
+        [--seconds 120] [--noise 0] [--seed 0] [--calibrations N]
+    python benches/odebench/run.py --out DIR --summary
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import pathlib
+import sys
+import time
+import warnings
+
+import numpy as np
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+import trajectories as tj  # noqa: E402
+
+R2_SUCCESS = 0.9
+# Right-hand-side evaluations one simulation may spend (a stiff model takes steps without end).
+MAX_EVALUATIONS = 200_000
+
+
+# -- judging -----------------------------------------------------------------------------------
+
+
+def r2(truth: np.ndarray, predicted: np.ndarray) -> float:
+    if not np.all(np.isfinite(predicted)):
+        return float("-inf")
+    return float(1 - np.sum((truth - predicted) ** 2) / np.sum((truth - truth.mean()) ** 2))
+
+
+def simulate(exprs, names, x0, t) -> np.ndarray:
+    """sympy right-hand sides (of the symbols `names`) integrated from `x0` at the times `t`,
+    from each time to the next; NaN from where it fails, blows up or runs out of evaluations."""
+    import sympy
+    from scipy.integrate import solve_ivp
+
+    symbols = [sympy.Symbol(n) for n in names]
+    f = sympy.lambdify(symbols, list(exprs), "numpy")
+    spent = [0]
+
+    class Spent(Exception):
+        pass
+
+    def rhs(_, s):
+        spent[0] += 1
+        if spent[0] > MAX_EVALUATIONS:
+            raise Spent
+        with np.errstate(all="ignore"):
+            return np.asarray(f(*s), dtype=float).ravel() * np.ones(len(s))
+
+    out = np.full((len(t), len(x0)), np.nan)
+    out[0] = x0
+    state = np.asarray(x0, dtype=float)
+    for k in range(1, len(t)):
+        try:
+            sol = solve_ivp(rhs, (t[k - 1], t[k]), state, method="LSODA", rtol=1e-8, atol=1e-10)
+        except (Spent, ValueError, OverflowError, ZeroDivisionError):
+            break
+        state = sol.y[:, -1]
+        if not sol.success or not np.all(np.abs(state) < 1e100):
+            break
+        out[k] = state
+    return out
+
+
+def rounded(e):
+    """`e` with every float rounded to 3 significant digits (SRBench's rule)."""
+    import sympy
+
+    return e.xreplace(
+        {n: sympy.Float(float(f"{float(n):.3g}")) for n in e.atoms(sympy.Float)}
+    )
+
+
+def same_law(found, truth) -> bool:
+    """Symbolic recovery of one component: SRBench's rule (the found expression, constants
+    rounded to 3 significant digits, minus the true one is 0, or their ratio a constant), or
+    — since ODEBench's coefficients are products of its constants, never 3-digit numbers — the
+    same expanded form with every constant within 1% of the true one."""
+    import sympy
+
+    try:
+        f = rounded(found)
+        if sympy.simplify(f - truth) == 0:
+            return True
+        ratio = sympy.simplify(f / truth)
+        if ratio.is_constant() and ratio != 0:
+            return True
+        return same_form(sympy.expand(found), sympy.expand(truth.evalf()))
+    except Exception:  # noqa: BLE001 - sympy's failures mean "not shown equal"
+        return False
+
+
+def same_form(f, g, tolerance: float = 1e-2) -> bool:
+    """Whether `f` and `g` are one expression up to their floating constants, each within
+    `tolerance` (relative) of the other's."""
+    import sympy
+
+    c = sympy.Symbol("_C")
+
+    def shape(e):
+        floats = sorted(float(n) for n in e.atoms(sympy.Float))
+        return e.xreplace({n: c for n in e.atoms(sympy.Float)}), floats
+
+    (sf, a), (sg, b) = shape(f), shape(g)
+    if sympy.srepr(sf) != sympy.srepr(sg) or len(a) != len(b):
+        return False
+    return all(abs(x - y) <= tolerance * max(abs(x), abs(y)) for x, y in zip(a, b))
+
+
+def truth_of(system: dict):
+    import sympy
+
+    xs = [sympy.Symbol(f"x_{i}") for i in range(system["dim"])]
+    cs = {sympy.Symbol(f"c_{i}"): sympy.nsimplify(c, rational=True) for i, c in enumerate(system["consts"][0])}
+    return [sympy.sympify(p, locals={str(x): x for x in xs}).subs(cs) for p in tj.components(system)]
+
+
+# -- methods -----------------------------------------------------------------------------------
+
+
+def names(d: int) -> list[str]:
+    return [f"x_{i}" for i in range(d)]
+
+
+# A calibration budget for ndvm instead of the clock (`--calibrations`: the CI smoke run, which
+# must give the same answer on any machine).
+CALIBRATIONS: list = [None]
+
+
+def fit_ndvm(x, t, seconds, seed):
+    import ndvm
+
+    m = ndvm.ODERegressor(
+        seconds=seconds,
+        calibrations=CALIBRATIONS[0],
+        seed=seed + 1,
+        feature_names=names(x.shape[1]),
+    )
+    m.fit(x, t=t)
+    return m.sympy(), {"complexity": m.best_["complexity"], "equations": m.equations()}
+
+
+def fit_pysindy(x, t, seconds, seed):
+    import pysindy as ps
+    import sympy
+
+    library = ps.PolynomialLibrary(degree=2) + ps.FourierLibrary()
+    model = ps.SINDy(
+        feature_library=library,
+        differentiation_method=ps.SmoothedFiniteDifference(),
+        optimizer=ps.STLSQ(threshold=0.05),
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model.fit(x, t=t, feature_names=names(x.shape[1]))
+    symbols = {n: sympy.Symbol(n) for n in names(x.shape[1])}
+    # Each feature's name is a product of factors separated by spaces (`x_0 x_1`, `sin(1 x_0)`).
+    features = [
+        sympy.sympify(f.replace(" ", "*").replace("^", "**"), locals=symbols)
+        for f in model.get_feature_names()
+    ]
+    exprs = [
+        sum((float(c) * f for c, f in zip(row, features) if c != 0), sympy.Integer(0))
+        for row in model.coefficients()
+    ]
+    return exprs, {"equations": [str(e) for e in exprs]}
+
+
+def fit_operon(x, t, seconds, seed):
+    import sympy
+    from pyoperon.sklearn import SymbolicRegressor
+
+    d = x.shape[1]
+    dx = np.gradient(x, t, axis=0, edge_order=2)
+    exprs = []
+    for j in range(d):
+        m = SymbolicRegressor(
+            max_time=max(1, int(seconds / d)),
+            n_threads=os.cpu_count() or 1,
+            random_state=seed + 1,
+            allowed_symbols="add,sub,mul,div,constant,variable,exp,log,sin,cos,sqrt",
+        )
+        m.fit(x, dx[:, j])
+        text = m.get_model_string(m.model_, 12, names=names(d))
+        exprs.append(sympy.sympify(text.replace("^", "**"), locals={n: sympy.Symbol(n) for n in names(d)}))
+    return exprs, {"equations": [str(e) for e in exprs]}
+
+
+METHODS = {"ndvm": fit_ndvm, "pysindy": fit_pysindy, "operon": fit_operon}
+
+
+def judge(system: dict, method: str, seconds: float, noise: float, seed: int) -> dict:
+    t = tj.times()
+    clean = [tj.solve(system, i) for i in range(2)]
+    x = tj.observed(system, 0, noise, seed)
+    started = time.perf_counter()
+    row = {"id": system["id"], "dim": system["dim"], "method": method, "noise": noise, "seconds": seconds}
+    try:
+        exprs, extra = METHODS[method](x, t, seconds, seed)
+    except Exception as e:  # noqa: BLE001 - a method that fails scores nothing
+        row.update(error=f"{type(e).__name__}: {e}", wall_s=time.perf_counter() - started)
+        return row
+    row["wall_s"] = time.perf_counter() - started
+    row.update(extra)
+    n = names(system["dim"])
+    row["reconstruction_r2"] = r2(clean[0], simulate(exprs, n, clean[0][0], t))
+    row["generalization_r2"] = r2(clean[1], simulate(exprs, n, clean[1][0], t))
+    truth = truth_of(system)
+    per = [same_law(f, g) for f, g in zip(exprs, truth)]
+    row["symbolic_components"] = per
+    row["symbolic"] = all(per)
+    return row
+
+
+# -- the run -----------------------------------------------------------------------------------
+
+
+def summary(path: pathlib.Path) -> str:
+    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    out = ["| method | noise | systems | reconstruction R² > 0.9 | generalization R² > 0.9 | symbolic | median wall s |",
+           "|---|---|---|---|---|---|---|"]
+    keys = sorted({(r["method"], r["noise"]) for r in rows})
+    for method, noise in keys:
+        rs = [r for r in rows if r["method"] == method and r["noise"] == noise]
+        n = len(rs)
+        rec = sum(r.get("reconstruction_r2", -np.inf) > R2_SUCCESS for r in rs)
+        gen = sum(r.get("generalization_r2", -np.inf) > R2_SUCCESS for r in rs)
+        sym = sum(bool(r.get("symbolic")) for r in rs)
+        wall = float(np.median([r["wall_s"] for r in rs]))
+        pct = lambda k: f"{k}/{n} ({100 * k / n:.0f}%)"  # noqa: E731
+        out.append(f"| {method} | {noise} | {n} | {pct(rec)} | {pct(gen)} | {pct(sym)} | {wall:.1f} |")
+    return "\n".join(out)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--out", required=True, type=pathlib.Path)
+    ap.add_argument("--methods", default="ndvm,pysindy,operon")
+    ap.add_argument("--systems", help="comma-separated ids (default: all 63)")
+    ap.add_argument("--seconds", type=float, default=120.0)
+    ap.add_argument("--noise", type=float, default=0.0)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--calibrations", type=int, help="ndvm's budget in calibrations, not seconds")
+    ap.add_argument("--summary", action="store_true")
+    args = ap.parse_args(argv)
+    CALIBRATIONS[0] = args.calibrations
+    path = args.out / "results.jsonl"
+    if args.summary:
+        print(summary(path))
+        return 0
+    args.out.mkdir(parents=True, exist_ok=True)
+    wanted = None if args.systems is None else {int(s) for s in args.systems.split(",")}
+    done = set()
+    if path.exists():
+        for line in path.read_text().splitlines():
+            if line.strip():
+                r = json.loads(line)
+                done.add((r["id"], r["method"], r["noise"]))
+    methods = [m for m in args.methods.split(",") if m]
+    for m in methods:
+        if m not in METHODS:
+            ap.error(f"--methods: {m} is not one of {', '.join(METHODS)}")
+    for system in tj.systems():
+        if wanted is not None and system["id"] not in wanted:
+            continue
+        for method in methods:
+            if (system["id"], method, args.noise) in done:
+                continue
+            row = judge(system, method, args.seconds, args.noise, args.seed)
+            with path.open("a") as f:
+                f.write(json.dumps(row) + "\n")
+                f.flush()
+                os.fsync(f.fileno())
+            print(
+                f"system {system['id']:>2} {method:>8}: reconstruction {row.get('reconstruction_r2', float('nan')):.4f} "
+                f"generalization {row.get('generalization_r2', float('nan')):.4f} "
+                f"symbolic {row.get('symbolic')} ({row['wall_s']:.1f} s){' ' + row['error'] if 'error' in row else ''}",
+                flush=True,
+            )
+    print(summary(path))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
