@@ -22,6 +22,7 @@ a run resumes where it stopped; `--summary` prints the table.
     python benches/odebench/run.py --out DIR [--methods ndvm,pysindy,operon] [--systems 1,31]
         [--seconds 120] [--noise 0] [--seed 0] [--calibrations N]
     python benches/odebench/run.py --out DIR --summary
+    python benches/odebench/run.py --out DIR --rejudge     # the stored equations, judged again
 """
 
 from __future__ import annotations
@@ -97,11 +98,38 @@ def rounded(e):
     )
 
 
+# Seconds sympy may spend deciding one component (simplifying a large expression can take
+# without end): past it, the component is not shown equal.
+JUDGE_SECONDS = 20
+
+
+class _Late(Exception):
+    pass
+
+
 def same_law(found, truth) -> bool:
     """Symbolic recovery of one component: SRBench's rule (the found expression, constants
     rounded to 3 significant digits, minus the true one is 0, or their ratio a constant), or
     — since ODEBench's coefficients are products of its constants, never 3-digit numbers — the
-    same expanded form with every constant within 1% of the true one."""
+    same expanded form with every constant within 1% of the true one. At most
+    `JUDGE_SECONDS`."""
+    import signal
+
+    def late(*_):
+        raise _Late
+
+    previous = signal.signal(signal.SIGALRM, late)
+    signal.alarm(JUDGE_SECONDS)
+    try:
+        return _same_law(found, truth)
+    except _Late:
+        return False
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def _same_law(found, truth) -> bool:
     import sympy
 
     try:
@@ -111,9 +139,17 @@ def same_law(found, truth) -> bool:
         ratio = sympy.simplify(f / truth)
         if ratio.is_constant() and ratio != 0:
             return True
-        return same_form(sympy.expand(found), sympy.expand(truth.evalf()))
+        return same_form(canonical(found), canonical(truth.evalf()))
     except Exception:  # noqa: BLE001 - sympy's failures mean "not shown equal"
         return False
+
+
+def canonical(e):
+    """`e` expanded, trigonometric functions of sums and multiples too (`cos(3π/2 − 2x)` and
+    `2·sin(x)·cos(x)` are one form)."""
+    import sympy
+
+    return sympy.expand(sympy.expand_trig(sympy.expand(e)))
 
 
 def same_form(f, g, tolerance: float = 1e-2) -> bool:
@@ -241,6 +277,27 @@ def judge(system: dict, method: str, seconds: float, noise: float, seed: int) ->
 # -- the run -----------------------------------------------------------------------------------
 
 
+def rejudge(path: pathlib.Path) -> None:
+    """Judges every result's stored equations again (after a change to the judge)."""
+    import sympy
+
+    systems = {s["id"]: s for s in tj.systems()}
+    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    for r in rows:
+        if "equations" not in r or "error" in r:
+            continue
+        symbols = {n: sympy.Symbol(n) for n in names(r["dim"])}
+        try:
+            found = [sympy.sympify(q, locals=symbols) for q in r["equations"]]
+        except (sympy.SympifyError, TypeError):
+            continue
+        per = [same_law(f, g) for f, g in zip(found, truth_of(systems[r["id"]]))]
+        r["symbolic_components"], r["symbolic"] = per, all(per)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    tmp.replace(path)
+
+
 def summary(path: pathlib.Path) -> str:
     rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
     out = ["| method | noise | systems | reconstruction R² > 0.9 | generalization R² > 0.9 | symbolic | median wall s |",
@@ -268,10 +325,13 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--calibrations", type=int, help="ndvm's budget in calibrations, not seconds")
     ap.add_argument("--summary", action="store_true")
+    ap.add_argument("--rejudge", action="store_true", help="judge the stored equations again")
     args = ap.parse_args(argv)
     CALIBRATIONS[0] = args.calibrations
     path = args.out / "results.jsonl"
-    if args.summary:
+    if args.rejudge:
+        rejudge(path)
+    if args.summary or args.rejudge:
         print(summary(path))
         return 0
     args.out.mkdir(parents=True, exist_ok=True)

@@ -90,6 +90,11 @@ def test_the_symbolic_judge_takes_equal_laws_and_refuses_others():
     assert not run.same_law(0.303 - 0.5 * x, truth)
     assert not run.same_law(0.303 - 0.36 * x + 0.01 * x**2, truth)
     assert run.same_law(2.0 * sympy.sin(x), 2 * sympy.sin(x))
+    # 0.0981·sin(x)·(9.7·cos(x) − 1), written with cos(3π/2 − 2x) = −sin(2x): one form.
+    pendulum = run.truth_of(by_id(13))[0]
+    found = -0.47574 * (sympy.cos(-2 * x + 3 * sympy.pi / 2) + 0.2062 * sympy.sin(x))
+    assert run.same_law(found, pendulum)
+    assert not run.same_law(-0.47574 * sympy.cos(-2 * x + 3 * sympy.pi / 2), pendulum)
 
 
 def test_the_smoke_run_judges_every_method_on_three_systems(tmp_path):
