@@ -55,38 +55,14 @@ def r2(truth: np.ndarray, predicted: np.ndarray) -> float:
 
 
 def simulate(exprs, names, x0, t) -> np.ndarray:
-    """sympy right-hand sides (of the symbols `names`) integrated from `x0` at the times `t`,
-    from each time to the next; NaN from where it fails, blows up or runs out of evaluations."""
+    """sympy right-hand sides (of the symbols `names`) integrated from `x0` at the times `t` by
+    `ndvm.dynamics.integrate`, as ndvm's own `simulate` integrates: NaN from where it fails,
+    blows up or runs out of evaluations."""
     import sympy
-    from scipy.integrate import solve_ivp
+    from ndvm.dynamics import integrate
 
-    symbols = [sympy.Symbol(n) for n in names]
-    f = sympy.lambdify(symbols, list(exprs), "numpy")
-    spent = [0]
-
-    class Spent(Exception):
-        pass
-
-    def rhs(_, s):
-        spent[0] += 1
-        if spent[0] > MAX_EVALUATIONS:
-            raise Spent
-        with np.errstate(all="ignore"):
-            return np.asarray(f(*s), dtype=float).ravel() * np.ones(len(s))
-
-    out = np.full((len(t), len(x0)), np.nan)
-    out[0] = x0
-    state = np.asarray(x0, dtype=float)
-    for k in range(1, len(t)):
-        try:
-            sol = solve_ivp(rhs, (t[k - 1], t[k]), state, method="LSODA", rtol=1e-8, atol=1e-10)
-        except (Spent, ValueError, OverflowError, ZeroDivisionError):
-            break
-        state = sol.y[:, -1]
-        if not sol.success or not np.all(np.abs(state) < 1e100):
-            break
-        out[k] = state
-    return out
+    f = sympy.lambdify([sympy.Symbol(n) for n in names], list(exprs), "numpy")
+    return integrate(lambda s: f(*s), x0, t, MAX_EVALUATIONS)
 
 
 def rounded(e):
@@ -277,12 +253,24 @@ def judge(system: dict, method: str, seconds: float, noise: float, seed: int) ->
 # -- the run -----------------------------------------------------------------------------------
 
 
+def results(path: pathlib.Path) -> list[dict]:
+    """The results so far; a last line cut short (a run killed mid-write) is dropped, and its
+    system judged again."""
+    rows = []
+    for line in path.read_text().splitlines():
+        try:
+            rows.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    return rows
+
+
 def rejudge(path: pathlib.Path) -> None:
     """Judges every result's stored equations again (after a change to the judge)."""
     import sympy
 
     systems = {s["id"]: s for s in tj.systems()}
-    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    rows = results(path)
     for r in rows:
         if "equations" not in r or "error" in r:
             continue
@@ -299,7 +287,7 @@ def rejudge(path: pathlib.Path) -> None:
 
 
 def summary(path: pathlib.Path) -> str:
-    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    rows = results(path)
     out = ["| method | noise | systems | reconstruction R² > 0.9 | generalization R² > 0.9 | symbolic | median wall s |",
            "|---|---|---|---|---|---|---|"]
     keys = sorted({(r["method"], r["noise"]) for r in rows})
@@ -338,10 +326,12 @@ def main(argv=None) -> int:
     wanted = None if args.systems is None else {int(s) for s in args.systems.split(",")}
     done = set()
     if path.exists():
-        for line in path.read_text().splitlines():
-            if line.strip():
-                r = json.loads(line)
-                done.add((r["id"], r["method"], r["noise"]))
+        rows = results(path)
+        done = {(r["id"], r["method"], r["noise"]) for r in rows}
+        # Drop a torn last line before appending after it.
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text("".join(json.dumps(r) + "\n" for r in rows))
+        tmp.replace(path)
     methods = [m for m in args.methods.split(",") if m]
     for m in methods:
         if m not in METHODS:

@@ -40,7 +40,7 @@ except ImportError as e:  # an optional extra
         "(or the extra: pip install \"./python[sklearn]\")"
     ) from e
 
-__all__ = ["ODERegressor"]
+__all__ = ["ODERegressor", "integrate"]
 
 # Lanes a search holds at once (`ndvm_components::limits::LANES_IN_FLIGHT`).
 _LANES_IN_FLIGHT = 1 << 22
@@ -287,44 +287,19 @@ class ODERegressor(BaseEstimator):  # type: ignore[misc,valid-type]
         self, x0, t, index: Optional[int] = None, max_evaluations: int = 200_000
     ) -> np.ndarray:
         """The chosen equations (or ``equations_[index]``) integrated from ``x0`` at the times
-        ``t`` (LSODA, rtol 1e-8, atol 1e-10, from each time to the next): samples × states.
-        Rows from where the integration fails, blows up (a state past 1e100) or spends
-        ``max_evaluations`` evaluations of the right-hand side (a stiff model can take steps
-        without end) are NaN."""
-        from scipy.integrate import solve_ivp
-
+        ``t`` by :func:`integrate`: samples × states, NaN from where the integration fails."""
         program, params, inside = self._rhs(index)
         constants = {k: float(v) for k, v in params.items()}
-        t = np.asarray(t, dtype=np.float64).ravel()
         x0 = np.asarray(x0, dtype=np.float64).ravel()
         if len(x0) != self.n_features_in_:
             raise ValueError(f"x0 has {len(x0)} states, the model {self.n_features_in_}")
-        spent = [0]
 
-        class _Spent(Exception):
-            pass
-
-        def f(_, s):
-            spent[0] += 1
-            if spent[0] > max_evaluations:
-                raise _Spent
+        def f(s):
             inputs = {v: float(s[k]) for k, v in enumerate(inside)}
             out = program.evaluate(inputs, grad=False, precision="f64", constants=constants)
             return np.asarray(out["result"], dtype=np.float64).ravel()
 
-        out = np.full((len(t), len(x0)), np.nan)
-        out[0] = x0
-        state = x0
-        for k in range(1, len(t)):
-            try:
-                sol = solve_ivp(f, (t[k - 1], t[k]), state, method="LSODA", rtol=1e-8, atol=1e-10)
-            except _Spent:
-                break
-            state = sol.y[:, -1]
-            if not sol.success or not np.all(np.abs(state) < 1e100):
-                break
-            out[k] = state
-        return out
+        return integrate(f, x0, t, max_evaluations)
 
     def score(self, x, t: Times = 1.0, index: Optional[int] = None) -> float:
         """R² of the trajectories ``x`` against the equations integrated from each one's first
@@ -339,3 +314,40 @@ class ODERegressor(BaseEstimator):  # type: ignore[misc,valid-type]
         if not np.isfinite(p).all():
             return float("-inf")
         return float(1.0 - np.sum((y - p) ** 2) / np.sum((y - y.mean()) ** 2))
+
+
+def integrate(f, x0, t, max_evaluations: int = 200_000) -> np.ndarray:
+    """``ds/dt = f(s)`` integrated from ``x0`` at the times ``t`` (LSODA, rtol 1e-8, atol
+    1e-10, from each time to the next): samples × states. Rows from where the integration
+    fails, blows up (a state past 1e100) or spends ``max_evaluations`` evaluations of ``f`` (a
+    stiff model can take steps without end) are NaN. What ``ODERegressor.simulate`` and the
+    ODEBench harness integrate found equations with."""
+    from scipy.integrate import solve_ivp
+
+    t = np.asarray(t, dtype=np.float64).ravel()
+    x0 = np.asarray(x0, dtype=np.float64).ravel()
+    spent = [0]
+
+    class _Spent(Exception):
+        pass
+
+    def rhs(_, s):
+        spent[0] += 1
+        if spent[0] > max_evaluations:
+            raise _Spent
+        with np.errstate(all="ignore"):
+            return np.asarray(f(s), dtype=np.float64).ravel() * np.ones(len(s))
+
+    out = np.full((len(t), len(x0)), np.nan)
+    out[0] = x0
+    state = x0
+    for k in range(1, len(t)):
+        try:
+            sol = solve_ivp(rhs, (t[k - 1], t[k]), state, method="LSODA", rtol=1e-8, atol=1e-10)
+        except (_Spent, ValueError, OverflowError, ZeroDivisionError):
+            break
+        state = sol.y[:, -1]
+        if not sol.success or not np.all(np.abs(state) < 1e100):
+            break
+        out[k] = state
+    return out

@@ -120,7 +120,10 @@ def test_the_smoke_run_judges_every_method_on_three_systems(tmp_path):
     for i in (1, 31):
         assert ndvm[i]["reconstruction_r2"] > 0.999, ndvm[i]
         assert ndvm[i]["generalization_r2"] > 0.99, ndvm[i]
-    # A second run resumes: nothing is judged twice.
+    # A second run resumes: nothing is judged twice, and a line cut short by a killed run is
+    # dropped (a real system id, so it would count if it were read).
+    with (tmp_path / "results.jsonl").open("a") as f:
+        f.write('{"id": 1, "method": "nd')
     assert run.main(argv) == 0
     assert len((tmp_path / "results.jsonl").read_text().splitlines()) == len(rows)
     assert "| ndvm | 0.0 | 3 |" in run.summary(tmp_path / "results.jsonl")
