@@ -66,11 +66,15 @@ def simulate(exprs, names, x0, t) -> np.ndarray:
 
 
 def rounded(e):
-    """`e` with every float rounded to 3 significant digits (SRBench's rule)."""
+    """`e` with SRBench's rounding (`round_floats` of its symbolic-solution check): a float
+    below 1e-4 in magnitude becomes 0, every other one is rounded to 3 decimal places."""
     import sympy
 
     return e.xreplace(
-        {n: sympy.Float(float(f"{float(n):.3g}")) for n in e.atoms(sympy.Float)}
+        {
+            n: sympy.Integer(0) if abs(float(n)) < 1e-4 else sympy.Float(round(float(n), 3))
+            for n in e.atoms(sympy.Float)
+        }
     )
 
 
@@ -84,11 +88,11 @@ class _Late(Exception):
 
 
 def same_law(found, truth) -> bool:
-    """Symbolic recovery of one component: SRBench's rule (the found expression, constants
-    rounded to 3 significant digits, minus the true one is 0, or their ratio a constant), or
-    — since ODEBench's coefficients are products of its constants, never 3-digit numbers — the
-    same expanded form with every constant within 1% of the true one. At most
-    `JUDGE_SECONDS`."""
+    """Symbolic recovery of one component: SRBench's rule (the found expression, its floats
+    rounded as :func:`rounded` does, minus the true one is 0, or their ratio a constant), or
+    — since ODEBench's coefficients are products of its constants, never 3-decimal numbers —
+    the same expanded form with every coefficient within 1% of the true one (coefficients
+    below 1e-4 dropped, as SRBench drops them). At most `JUDGE_SECONDS`."""
     import signal
 
     def late(*_):
@@ -115,28 +119,35 @@ def _same_law(found, truth) -> bool:
         ratio = sympy.simplify(f / truth)
         if ratio.is_constant() and ratio != 0:
             return True
-        return same_form(canonical(found), canonical(truth.evalf()))
+        return same_form(canonical(found, drop=1e-4), canonical(truth))
     except Exception:  # noqa: BLE001 - sympy's failures mean "not shown equal"
         return False
 
 
-def canonical(e):
+def canonical(e, drop: float = 0.0):
     """`e` expanded, trigonometric functions of sums and multiples too (`cos(3π/2 − 2x)` and
-    `2·sin(x)·cos(x)` are one form)."""
+    `2·sin(x)·cos(x)` are one form), its numbers evaluated (`log(229/100)` as 0.8286…), and
+    the floats below `drop` in magnitude set to 0."""
     import sympy
 
-    return sympy.expand(sympy.expand_trig(sympy.expand(e)))
+    e = sympy.expand(sympy.expand(sympy.expand_trig(sympy.expand(e))).evalf())
+    if drop > 0:
+        tiny = {n: sympy.Integer(0) for n in e.atoms(sympy.Float) if abs(float(n)) < drop}
+        e = sympy.expand(e.xreplace(tiny))
+    return e
 
 
 def same_form(f, g, tolerance: float = 1e-2) -> bool:
     """Whether `f` and `g` are one expression up to their floating constants, each within
-    `tolerance` (relative) of the other's."""
+    `tolerance` (relative) of the other's: the same tree with every float replaced by one
+    placeholder, and the floats of each, in order of size, pairwise within the tolerance."""
     import sympy
 
     c = sympy.Symbol("_C")
 
     def shape(e):
-        floats = sorted(float(n) for n in e.atoms(sympy.Float))
+        # Every occurrence counts: `−5.0·x − 5.0·y` has two floats, not one.
+        floats = sorted(float(n) for n in sympy.preorder_traversal(e) if isinstance(n, sympy.Float))
         return e.xreplace({n: c for n in e.atoms(sympy.Float)}), floats
 
     (sf, a), (sg, b) = shape(f), shape(g)
@@ -163,6 +174,9 @@ def names(d: int) -> list[str]:
 # A calibration budget for ndvm instead of the clock (`--calibrations`: the CI smoke run, which
 # must give the same answer on any machine).
 CALIBRATIONS: list = [None]
+# ndvm's smoothing window on noisy data (`--smoothing`; by default PySINDy's 11 samples when
+# `--noise` is given, none on clean data).
+SMOOTHING: list = [None]
 
 
 def fit_ndvm(x, t, seconds, seed):
@@ -171,6 +185,7 @@ def fit_ndvm(x, t, seconds, seed):
     m = ndvm.ODERegressor(
         seconds=seconds,
         calibrations=CALIBRATIONS[0],
+        smoothing=SMOOTHING[0],
         seed=seed + 1,
         feature_names=names(x.shape[1]),
     )
@@ -312,10 +327,12 @@ def main(argv=None) -> int:
     ap.add_argument("--noise", type=float, default=0.0)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--calibrations", type=int, help="ndvm's budget in calibrations, not seconds")
+    ap.add_argument("--smoothing", type=int, help="ndvm's Savitzky-Golay window (default: 11 with --noise, else none)")
     ap.add_argument("--summary", action="store_true")
     ap.add_argument("--rejudge", action="store_true", help="judge the stored equations again")
     args = ap.parse_args(argv)
     CALIBRATIONS[0] = args.calibrations
+    SMOOTHING[0] = args.smoothing if args.smoothing else (11 if args.noise > 0 else None)
     path = args.out / "results.jsonl"
     if args.rejudge:
         rejudge(path)

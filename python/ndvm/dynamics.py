@@ -1,12 +1,21 @@
 """``ndvm.ODERegressor``: the equations of a system's dynamics from its trajectories, in
 PySINDy's conventions.
 
-``fit(x, t=t)`` writes the trajectories to a CSV file in a temporary folder and runs a search
-over them: the template is a right-hand side with one hole per state, ``Evolve`` fills the holes,
-and each filled model is calibrated by Levenberg–Marquardt one observation interval at a time
-(RK4 from each observation to the next; ``docs/search.md``, "Discovering dynamics"). The answer
-is the search's Pareto front; ``equations()`` are the chosen entry's right-hand sides, one per
-state, and ``simulate(x0, t)`` integrates them.
+``fit(x, t=t)`` runs two searches (``docs/search.md``, "Discovering dynamics"):
+
+1. **The screen.** ``Evolve`` fills a template with one hole per state, and each filling is
+   calibrated by Levenberg–Marquardt against the derivatives estimated from the trajectories
+   (:func:`derivatives`): one evaluation of the right-hand side per sample, so most of the
+   budget goes here, to many programs.
+2. **The refinement.** The screen's Pareto front and best programs are calibrated again on
+   the trajectories themselves, one observation interval at a time (RK4 from each sample to the
+   next), which finite differences cannot bias; each is integrated over the whole trajectory,
+   and the chosen entry is one whose whole trajectory is within 0.01 R² of the best.
+3. **The polish** (noisy data, with ``smoothing``): the chosen entry's constants calibrated on
+   the trajectories integrated whole, from the refined ones.
+
+The answer is the refinement's Pareto front; ``equations()`` are the chosen entry's right-hand
+sides, one per state, and ``simulate(x0, t)`` integrates them.
 
 >>> import numpy as np, ndvm
 >>> from scipy.integrate import solve_ivp
@@ -22,13 +31,15 @@ True
 from __future__ import annotations
 
 import csv
+import json
 import os
 import tempfile
+import time
 from typing import Any, Optional, Sequence, Union
 
 import numpy as np
 
-from . import Program, search
+from . import NdvmError, Program, search
 from .sklearn import _Names
 
 try:
@@ -40,11 +51,15 @@ except ImportError as e:  # an optional extra
         "(or the extra: pip install \"./python[sklearn]\")"
     ) from e
 
-__all__ = ["ODERegressor", "integrate"]
+__all__ = ["ODERegressor", "derivatives", "integrate"]
 
 # Lanes a search holds at once (`ndvm_components::limits::LANES_IN_FLIGHT`).
 _LANES_IN_FLIGHT = 1 << 22
 _WINDOW = 16
+# The share of a time budget the screen gets; the refinement has the rest.
+_SCREEN_SHARE = 0.85
+# L-BFGS steps of the polish on whole trajectories (noisy data).
+_POLISH_STEPS = 300
 
 Times = Union[float, np.ndarray, Sequence[Any]]
 
@@ -57,7 +72,8 @@ class ODERegressor(BaseEstimator):  # type: ignore[misc,valid-type]
     seconds : float
         The search's wall-clock budget (ignored when ``calibrations`` is given).
     calibrations : int, optional
-        A calibration budget: then the same data and ``seed`` give the same equations, whatever
+        The screen's calibration budget (the refinement adds one calibration per draw of each
+        program it refits): then the same data and ``seed`` give the same equations, whatever
         ``threads``.
     unary, binary : sequences of str
         The operators ``Evolve`` builds right-hand sides from.
@@ -67,6 +83,10 @@ class ODERegressor(BaseEstimator):  # type: ignore[misc,valid-type]
         Levenberg–Marquardt evaluations per calibration, and random starts per candidate.
     substeps : int
         RK4 steps between two observations.
+    smoothing : int, optional
+        For noisy data: the trajectories pass through a Savitzky–Golay filter of this many
+        samples (odd, ≥ 5; cubic), PySINDy's smoother, before anything else, and the chosen
+        entry's constants are then polished on the whole trajectories (default: none).
     seed : int
     threads : int, optional
         Worker threads (default: every core).
@@ -77,12 +97,15 @@ class ODERegressor(BaseEstimator):  # type: ignore[misc,valid-type]
     ----------
     equations_ : list of dict
         The Pareto front, simplest first: ``complexity``, ``loss``, ``adjusted_loss``,
-        ``score``, ``equations`` (one sympy string per state), ``latex``, ``program``,
-        ``params`` and ``chosen``.
+        ``score``, ``reconstruction_r2`` (the training trajectories integrated whole from their
+        first samples; the chosen entry's is within 0.01 of the best), ``equations`` (one sympy
+        string per state), ``latex``, ``program``, ``params`` and ``chosen``.
     best_ : dict
         The chosen entry of ``equations_``.
     report_ : dict
-        The whole search report (``ndvm.search``'s).
+        The refinement's search report (``ndvm.search``'s).
+    screen_report_ : dict
+        The screen's search report.
     """
 
     def __init__(
@@ -95,6 +118,7 @@ class ODERegressor(BaseEstimator):  # type: ignore[misc,valid-type]
         steps: int = 50,
         draws: int = 4,
         substeps: int = 10,
+        smoothing: Optional[int] = None,
         seed: int = 1,
         threads: Optional[int] = None,
         feature_names: Optional[Sequence[str]] = None,
@@ -107,6 +131,7 @@ class ODERegressor(BaseEstimator):  # type: ignore[misc,valid-type]
         self.steps = steps
         self.draws = draws
         self.substeps = substeps
+        self.smoothing = smoothing
         self.seed = seed
         self.threads = threads
         self.feature_names = feature_names
@@ -163,61 +188,35 @@ class ODERegressor(BaseEstimator):  # type: ignore[misc,valid-type]
         list of such arrays, one per trajectory); ``t``: the times of the samples, or the time
         step between them (a list of either for several trajectories)."""
         runs = self._trajectories(x, t)
+        if self.smoothing is not None:
+            runs = [(_smoothed(xi, int(self.smoothing)), ti) for xi, ti in runs]
         d = runs[0][0].shape[1]
         names = self._names(d)
         inside = [f"x{i}" for i in range(d)]
         draws = int(self.draws)
-        lanes = draws * d * sum(len(xi) - 1 for xi, _ in runs)
+        lanes = draws * d * sum(len(xi) for xi, _ in runs)
         if draws < 1 or lanes > _LANES_IN_FLIGHT:
             raise ValueError(f"draws={draws} × the observations: too many lanes ({lanes})")
-        budget: dict[str, Any] = (
-            {"calibrations": int(self.calibrations)}
-            if self.calibrations is not None
-            else {"seconds": float(self.seconds)}
-        )
-        with tempfile.TemporaryDirectory(prefix="ndvm-ode-") as tmp:
-            with open(os.path.join(tmp, "x.csv"), "w", newline="", encoding="utf-8") as f:
-                w = csv.writer(f)
-                w.writerow(["run", "t", *inside])
-                for i, (xi, ti) in enumerate(runs):
-                    for row, ts in zip(xi, ti):
-                        w.writerow([f"r{i}", repr(float(ts))] + [repr(float(v)) for v in row])
-            scene = {
-                "candidates": [],
-                "data": {
-                    "Trajectory": {
-                        "path": "x.csv",
-                        "time": "t",
-                        "states": inside,
-                        "id": "run",
-                        "substeps": int(self.substeps),
-                        "window": 1,
-                    }
-                },
-                "loss": "Mse",
-                "search": {
-                    "proposers": [
-                        {
-                            "Evolve": {
-                                "unary": list(self.unary),
-                                "binary": list(self.binary),
-                                "max_nodes": int(self.max_nodes),
-                            }
-                        }
-                    ],
-                    "calibration": {
-                        "steps": int(self.steps),
-                        "optimizer": {"LevenbergMarquardt": {}},
-                        "draws": draws,
-                        "draw": {"Normal": {"sd": 0.5}},
-                    },
-                    "success": {"TrainLoss": 0.0},
-                    "budget": budget,
-                    "window": max(1, min(_WINDOW, _LANES_IN_FLIGHT // max(lanes, 1))),
-                    "seed": int(self.seed),
-                },
-            }
-            report = search(scene, self.threads, base_dir=tmp)
+        window = max(1, min(_WINDOW, _LANES_IN_FLIGHT // max(lanes, 1)))
+        calibration = {
+            "steps": int(self.steps),
+            "optimizer": {"LevenbergMarquardt": {}},
+            "draws": draws,
+            "draw": {"Normal": {"sd": 0.5}},
+        }
+        started = time.perf_counter()
+        screen = self._screen(runs, inside, calibration, window)
+        # The refinement calibrates the screen's front and best programs once more each; under
+        # a time budget it gets what the screen left.
+        fillings: dict[str, list[str]] = {}
+        for e in list(screen["front"]["entries"]) + list(screen.get("top") or []):
+            fillings.setdefault(e["src"], sorted(e["params"]))
+        budget: dict[str, Any] = {"calibrations": draws * max(len(fillings), 1)}
+        if self.calibrations is None:
+            left = float(self.seconds) - (time.perf_counter() - started)
+            budget["seconds"] = max(left, 0.05 * float(self.seconds))
+        report = self._refine(runs, inside, calibration, window, fillings, budget)
+        self.screen_report_ = screen
         front = report["front"]
         shown = _Names(names)
         entries = []
@@ -230,6 +229,7 @@ class ODERegressor(BaseEstimator):  # type: ignore[misc,valid-type]
                     "loss": e["train_loss"],
                     "adjusted_loss": e["adjusted_loss"],
                     "score": e["score"],
+                    "reconstruction_r2": e.get("reconstruction_r2"),
                     "equations": [shown.text(q.get("sympy")) for q in eqs],
                     "latex": [shown.latex(q.get("latex")) for q in eqs],
                     "program": shown.text(e["src"]),
@@ -243,12 +243,135 @@ class ODERegressor(BaseEstimator):  # type: ignore[misc,valid-type]
                 f"no right-hand side could be calibrated within the budget {budget}: give it "
                 "more calibrations or seconds"
             )
+        chosen = entries[front["chosen"]]
+        if self.smoothing is not None:
+            self._polish(runs, inside, front["chosen"], chosen, shown)
         self.report_ = report
         self.equations_ = entries
-        self.best_ = entries[front["chosen"]]
+        self.best_ = chosen
         self.n_features_in_ = d
         self._variables = names
         return self
+
+    def _screen(self, runs, inside, calibration, window) -> dict:
+        """The screen: a closed-form search of the right-hand sides against the derivatives
+        estimated from the trajectories (:func:`derivatives`), one data point per sample and
+        state, each state's residual divided by its derivatives' spread."""
+        d = len(inside)
+        slopes = [derivatives(xi, ti) for xi, ti in runs]
+        spread = np.concatenate(slopes).std(axis=0)
+        spread[~(spread > 0)] = 1.0
+        weights = [f"ndvm-w{j}" for j in range(d)]
+        budget: dict[str, Any] = (
+            {"calibrations": int(self.calibrations)}
+            if self.calibrations is not None
+            else {"seconds": _SCREEN_SHARE * float(self.seconds)}
+        )
+        holes = " ".join(
+            f"(* {w} (/ (hole d{v}/dt ({' '.join(inside)})) {float(s)!r}))"
+            for w, v, s in zip(weights, inside, spread)
+        )
+        with tempfile.TemporaryDirectory(prefix="ndvm-ode-") as tmp:
+            with open(os.path.join(tmp, "slopes.csv"), "w", newline="", encoding="utf-8") as f:
+                w = csv.writer(f)
+                w.writerow([*inside, *weights, "slope"])
+                for (xi, _), dxi in zip(runs, slopes):
+                    for row, slope in zip(xi, dxi):
+                        states = [repr(float(v)) for v in row]
+                        for j in range(d):
+                            one_hot = ["1" if k == j else "0" for k in range(d)]
+                            w.writerow(states + one_hot + [repr(float(slope[j] / spread[j]))])
+            scene = {
+                "candidates": [],
+                "data": {
+                    "Csv": {
+                        "path": "slopes.csv",
+                        "columns": {c: c for c in inside + weights},
+                        "target": "slope",
+                    }
+                },
+                "loss": "Mse",
+                "search": {
+                    "template": f"(+ {holes})",
+                    "proposers": [
+                        {
+                            "Evolve": {
+                                "unary": list(self.unary),
+                                "binary": list(self.binary),
+                                "max_nodes": int(self.max_nodes),
+                            }
+                        }
+                    ],
+                    "calibration": calibration,
+                    "success": {"TrainLoss": 0.0},
+                    "budget": budget,
+                    "window": window,
+                    "seed": int(self.seed),
+                },
+            }
+            return search(scene, self.threads, base_dir=tmp)
+
+    def _refine(self, runs, inside, calibration, window, fillings, budget) -> dict:
+        """The refinement: each of ``fillings`` calibrated on the trajectories themselves, one
+        observation interval at a time (RK4 from each sample to the next), and chosen by the
+        trajectories integrated whole (``docs/search.md``, "Discovering dynamics")."""
+        spec = {"calibration": calibration, "budget": budget, "window": window}
+        return self._on_trajectories(runs, inside, fillings, 1, spec, loss="Mse")
+
+    def _polish(self, runs, inside, i: int, entry: dict, shown) -> None:
+        """Noisy data: the chosen entry's constants calibrated once more on the trajectories
+        integrated whole from their first samples (L-BFGS from the refined constants, which
+        one interval at a time leaves biased toward slower dynamics: each interval starts
+        from a noisy state). The entry takes the new constants where the whole-trajectory fit
+        converged to a finite loss; it can only be lower than where it started."""
+        params = entry["params"]
+        spec = {
+            "calibration": {
+                "steps": _POLISH_STEPS,
+                "optimizer": {"Lbfgs": {}},
+                "draws": 1,
+                "draw": {"Normal": {"sd": 0.0}},
+            },
+            "budget": {"calibrations": 1},
+        }
+        report = self._on_trajectories(
+            runs,
+            inside,
+            {self._inside[i]: sorted(params)},
+            None,
+            spec,
+            parameters={"names": sorted(params), "init": params},
+            precision="F64",
+        )
+        polished = report["front"]["entries"]
+        loss = polished[0].get("train_loss") if polished else None
+        if loss is None or not np.isfinite(loss):
+            return
+        p = polished[0]
+        entry["params"] = dict(p["params"])
+        entry["equations"] = [shown.text(q.get("sympy")) for q in p.get("equations", [])]
+        entry["latex"] = [shown.latex(q.get("latex")) for q in p.get("equations", [])]
+        entry["reconstruction_r2"] = 1.0 - loss / _total_squares(runs)
+        entry["polished"] = True
+
+    def _on_trajectories(self, runs, inside, fillings, window, spec, **scene) -> dict:
+        """A search over the trajectories ``runs`` whose proposals are ``fillings`` (source →
+        parameter names, each calibrated once), calibrated ``window`` intervals at a time
+        (``None``: whole), with the search settings ``spec`` and the scene fields ``scene``."""
+        with tempfile.TemporaryDirectory(prefix="ndvm-ode-") as tmp:
+            _write_runs(os.path.join(tmp, "x.csv"), runs, inside)
+            with open(os.path.join(tmp, "fillings.jsonl"), "w", encoding="utf-8") as f:
+                for src, params in fillings.items():
+                    f.write(json.dumps({"src": src, "params": params}) + "\n")
+            data = {"path": "x.csv", "time": "t", "states": inside, "id": "run"}
+            data["substeps"] = int(self.substeps)
+            if window is not None:
+                data["window"] = window
+            proposers = [{"Stream": {"path": "fillings.jsonl", "cycle": False}}]
+            search_spec = {"proposers": proposers, "success": {"TrainLoss": 0.0}, **spec}
+            search_spec["seed"] = int(self.seed)
+            full = {"candidates": [], "data": {"Trajectory": data}, **scene, "search": search_spec}
+            return search(full, self.threads, base_dir=tmp)
 
     # -- the found equations ---------------------------------------------------------------
 
@@ -295,8 +418,15 @@ class ODERegressor(BaseEstimator):  # type: ignore[misc,valid-type]
             raise ValueError(f"x0 has {len(x0)} states, the model {self.n_features_in_}")
 
         def f(s):
+            # A state that left the numbers (the solver probing past a blow-up) or a model
+            # that fails there: the step fails, and the rows from it on are NaN.
+            if not np.all(np.isfinite(s)):
+                return np.full(len(inside), np.nan)
             inputs = {v: float(s[k]) for k, v in enumerate(inside)}
-            out = program.evaluate(inputs, grad=False, precision="f64", constants=constants)
+            try:
+                out = program.evaluate(inputs, grad=False, precision="f64", constants=constants)
+            except NdvmError:
+                return np.full(len(inside), np.nan)
             return np.asarray(out["result"], dtype=np.float64).ravel()
 
         return integrate(f, x0, t, max_evaluations)
@@ -351,3 +481,50 @@ def integrate(f, x0, t, max_evaluations: int = 200_000) -> np.ndarray:
             break
         out[k] = state
     return out
+
+
+def derivatives(x, t) -> np.ndarray:
+    """The time derivatives of the samples ``x`` (samples × states) at the times ``t``: the
+    fourth-order central difference (five samples) where the times are evenly spaced and
+    there are five samples about a point, else :func:`numpy.gradient` (second order, its
+    one-sided form at the ends). What ``ODERegressor`` screens right-hand sides against."""
+    x = np.asarray(x, dtype=np.float64)
+    t = np.asarray(t, dtype=np.float64).ravel()
+    if len(t) < 3:
+        return np.gradient(x, t, axis=0)
+    out = np.gradient(x, t, axis=0, edge_order=2)
+    steps = np.diff(t)
+    if len(t) >= 5 and np.allclose(steps, steps[0], rtol=1e-9, atol=0.0):
+        h = steps[0]
+        out[2:-2] = (x[:-4] - 8 * x[1:-3] + 8 * x[3:-1] - x[4:]) / (12 * h)
+    return out
+
+
+def _write_runs(path: str, runs, inside: list[str]) -> None:
+    """The trajectories as a search's CSV file: `run`, `t` and the states."""
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        w = csv.writer(f)
+        w.writerow(["run", "t", *inside])
+        for i, (xi, ti) in enumerate(runs):
+            for row, ts in zip(xi, ti):
+                w.writerow([f"r{i}", repr(float(ts))] + [repr(float(v)) for v in row])
+
+
+def _total_squares(runs) -> float:
+    """What a search's R² over trajectories divides by: every sample after a trajectory's
+    first, each state's distance to its mean over all samples over its spread, squared."""
+    every = np.concatenate([xi for xi, _ in runs])
+    mean, spread = every.mean(axis=0), every.std(axis=0)
+    spread[~(spread > 0)] = 1.0
+    return float(sum((((xi[1:] - mean) / spread) ** 2).sum() for xi, _ in runs))
+
+
+def _smoothed(x: np.ndarray, window: int) -> np.ndarray:
+    """``x`` through a Savitzky–Golay filter (``window`` samples, cubic), PySINDy's smoother."""
+    from scipy.signal import savgol_filter
+
+    if window < 5 or window % 2 == 0:
+        raise ValueError(f"smoothing={window}: the window must be an odd number of samples ≥ 5")
+    if len(x) < window:
+        raise ValueError(f"smoothing={window}: a trajectory has only {len(x)} samples")
+    return savgol_filter(x, window, 3, axis=0)

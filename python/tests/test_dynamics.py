@@ -64,6 +64,22 @@ def test_several_trajectories_and_a_time_step_are_accepted():
     np.testing.assert_allclose(m.simulate([2.0], t)[:, 0], 2.0 * np.exp(-0.5 * t), rtol=1e-6)
 
 
+def test_a_law_that_blows_up_gives_nan_rows_not_an_error():
+    # dx/dt = x², x(0) = 1: x = 1/(1 − t), which leaves the numbers at t = 1.
+    t = np.linspace(0, 0.5, 30)
+    x = (1.0 / (1.0 - t))[:, None]
+    m = ndvm.ODERegressor(calibrations=400, seed=1, threads=1).fit(x, t=t)
+    assert m.score(x, t=t) > 0.9999
+    # Every entry's trajectory integrated whole was measured; the chosen one is the best's.
+    whole = [e["reconstruction_r2"] for e in m.equations_]
+    assert all(w is None or w <= 1 for w in whole)
+    assert m.best_["reconstruction_r2"] >= max(w for w in whole if w is not None) - 0.01
+    later = np.linspace(0, 2, 21)
+    sim = m.simulate([1.0], later)
+    np.testing.assert_allclose(sim[:9, 0], 1.0 / (1.0 - later[:9]), rtol=1e-3)
+    assert np.isnan(sim[-1, 0])
+
+
 def test_bad_input_is_refused_with_a_reason():
     m = ndvm.ODERegressor(calibrations=10)
     x = np.ones((5, 2))
@@ -88,3 +104,60 @@ def test_it_clones_like_any_estimator():
     m = ndvm.ODERegressor(calibrations=50, seed=3, feature_names=["u"])
     c = clone(m)
     assert c.get_params() == m.get_params()
+
+
+def test_derivatives_are_fourth_order_on_even_samples():
+    from ndvm.dynamics import derivatives
+
+    errors = []
+    for h in (0.1, 0.05):
+        t = np.arange(0, 6, h)
+        x = np.stack([np.sin(t), np.exp(-t)], axis=1)
+        d = derivatives(x, t)
+        want = np.stack([np.cos(t), -np.exp(-t)], axis=1)
+        errors.append(np.abs(d - want)[2:-2].max())
+        # The two samples at each end: numpy's second-order one-sided differences.
+        np.testing.assert_allclose(d[:2], np.gradient(x, t, axis=0, edge_order=2)[:2])
+    # Halving the step divides the interior error by about 2⁴.
+    assert errors[0] < 5e-6 and 12 < errors[0] / errors[1] < 20, errors
+    # Uneven samples: numpy's second-order differences throughout.
+    t = np.sort(np.random.default_rng(0).uniform(0, 6, 80))
+    x = np.sin(t)[:, None]
+    np.testing.assert_allclose(derivatives(x, t), np.gradient(x, t, axis=0, edge_order=2))
+
+
+def test_smoothing_is_checked_and_takes_noise_off():
+    t = np.linspace(0, 4, 80)
+    clean = (2.0 * np.exp(-0.7 * t))[:, None]
+    noisy = clean * (1 + 0.05 * np.random.default_rng(1).standard_normal(clean.shape))
+    for bad, why in [(4, "odd number"), (10, "odd number"), (81, "only 80 samples")]:
+        with pytest.raises(ValueError, match=why):
+            ndvm.ODERegressor(calibrations=10, smoothing=bad).fit(noisy, t=t)
+    m = ndvm.ODERegressor(calibrations=400, smoothing=11, seed=1, threads=1).fit(noisy, t=t)
+    (rhs,) = m.sympy()
+    x0 = sympy.Symbol("x0")
+    rate = float(sympy.Poly(sympy.expand(rhs), x0).coeff_monomial(x0))
+    assert abs(rate + 0.7) < 0.05, rhs
+    assert m.score(clean, t=t) > 0.99
+    # Smoothed data: the chosen constants are polished on the whole trajectory.
+    assert m.best_["polished"] and 0.99 < m.best_["reconstruction_r2"] <= 1
+
+
+def test_the_noisy_lotka_volterra_example_runs_and_predicts(tmp_path):
+    """`python/examples/lotka_volterra_noisy.py`, the worked example of docs/search.md."""
+    import pathlib
+    import subprocess
+    import sys
+
+    example = pathlib.Path(__file__).resolve().parents[1] / "examples" / "lotka_volterra_noisy.py"
+    out = tmp_path / "plot.svg"
+    done = subprocess.run(
+        [sys.executable, str(example), "--out", str(out)],
+        capture_output=True, text=True, timeout=600, check=True,
+    )
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith("dprey/dt = ") and lines[1].startswith("dpredator/dt = ")
+    r2 = [float(line.rsplit(" ", 1)[1]) for line in lines if line.startswith("run ")]
+    assert len(r2) == 2 and min(r2) > 0.998, done.stdout
+    svg = out.read_text()
+    assert svg.count("<circle") == 300 and svg.count("<polyline") == 6

@@ -95,6 +95,17 @@ def test_the_symbolic_judge_takes_equal_laws_and_refuses_others():
     found = -0.47574 * (sympy.cos(-2 * x + 3 * sympy.pi / 2) + 0.2062 * sympy.sin(x))
     assert run.same_law(found, pendulum)
     assert not run.same_law(-0.47574 * sympy.cos(-2 * x + 3 * sympy.pi / 2), pendulum)
+    # A constant that occurs twice counts twice: 5·(−x − y) against −5.0014·x − 4.973·y.
+    z = sympy.Symbol("x_2")
+    rossler = run.truth_of(by_id(58))[0]
+    assert run.same_law(-5.0014 * y - 4.973 * z, rossler)
+    assert not run.same_law(-5.3 * y - 4.973 * z, rossler)
+    # Numbers inside functions are evaluated: 0.032·x·log(2.29·x) against x/31.25·log(2.29x).
+    assert run.same_law(x / 31.24976 * sympy.log(2.29002 * x), run.truth_of(by_id(7))[0])
+    # Coefficients below 1e-4 are dropped, as SRBench drops them; larger ones are not.
+    brusselator = run.truth_of(by_id(49))[1]  # 3.03·x − 3.1·x²·y
+    assert run.same_law(x * ((2.2e-6 * y - 3.10002) * y + 5e-5) * x + 3.02996 * x, brusselator)
+    assert not run.same_law(x * ((2.2e-3 * y - 3.10002) * y) * x + 3.02996 * x, brusselator)
 
 
 def test_the_smoke_run_judges_every_method_on_three_systems(tmp_path):

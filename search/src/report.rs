@@ -331,12 +331,20 @@ impl SearchReport {
             _ => out += &format!("no success ({criterion})\n"),
         }
         if let Some(c) = self.front.chosen() {
-            let r2 = match c.record.held_out_r2 {
+            let mut r2 = match c.record.held_out_r2 {
                 Some(r2) => format!(", held-out R² {r2:.6}"),
                 None => String::new(),
             };
+            if let Some(whole) = c.record.reconstruction_r2 {
+                r2 += &format!(", reconstruction R² {whole:.6}");
+            }
+            let among = if self.front.criterion == crate::front::CRITERION_TRAJECTORIES {
+                ", reconstruction within 0.01 of the best"
+            } else {
+                ""
+            };
             out += &format!(
-                "chosen from the Pareto front (score, within 1.5× the lowest loss): {}  \
+                "chosen from the Pareto front (score, within 1.5× the lowest loss{among}): {}  \
                  (complexity {}, training loss {:.6e}{r2}{})\n",
                 c.text(),
                 c.complexity,

@@ -170,6 +170,82 @@ fn the_lotka_volterra_system_is_discovered_from_one_trajectory_and_predicts_anot
     assert_eq!(format!("{one:?}"), format!("{two:?}"));
 }
 
+/// A search calibrated one interval at a time measures each front calibration's trajectory
+/// integrated whole (its reconstruction R²): held out as a copy of the fitted run, the same
+/// trajectory gives every such calibration the same figure as its held-out R², bit for bit. The
+/// chosen entry's reconstruction is within 0.01 of the front's best; a search calibrated on the
+/// whole trajectory measures none.
+#[test]
+fn front_calibrations_carry_their_whole_trajectory_and_the_choice_respects_it() {
+    let dir = tempfile::tempdir().expect("dir");
+    let text =
+        std::fs::read_to_string(scenes().join("lotka_volterra_trajectories.csv")).expect("data");
+    let mut csv = String::from("run,t,prey,predator\n");
+    for copy in ["a", "a2"] {
+        for line in text.lines().filter(|l| l.starts_with("a,")) {
+            csv += &format!("{copy}{}\n", &line[1..]);
+        }
+    }
+    std::fs::write(dir.path().join("runs.csv"), csv).expect("csv");
+    let scene_of = |window: &str, held: &str| {
+        Scene::from_ron(&format!(
+            r#"Scene(
+                candidates: [],
+                data: Some(Trajectory(path: "runs.csv", time: "t", states: ["prey", "predator"],
+                    id: Some("run"), {window} held_out: [{held}])),
+                loss: {loss},
+                search: Some(Search(
+                    proposers: [Evolve()],
+                    calibration: Calibration(steps: 30, optimizer: {optimizer}, draws: 2),
+                    success: TrainLoss(0.0),
+                    seed: 3,
+                )),
+            )"#,
+            loss = if window.is_empty() { "Output" } else { "Mse" },
+            optimizer = if window.is_empty() {
+                "Lbfgs()"
+            } else {
+                "LevenbergMarquardt()"
+            },
+        ))
+        .expect("scene")
+    };
+    let (records, report) = run(
+        &scene_of("window: Some(1),", "\"a2\""),
+        dir.path(),
+        budget(400, 2),
+    );
+    let measured: Vec<&Record> = records.iter().filter(|r| r.front).collect();
+    assert!(measured.len() > 3, "{} joined the front", measured.len());
+    for r in &measured {
+        let (whole, held) = (r.reconstruction_r2, r.held_out_r2);
+        assert_eq!(
+            whole.map(f64::to_bits),
+            held.map(f64::to_bits),
+            "{}: {whole:?} ≠ {held:?}",
+            r.src
+        );
+    }
+    // Calibrations that never reached the front are not integrated whole.
+    assert!(
+        records
+            .iter()
+            .any(|r| !r.front && r.reconstruction_r2.is_none())
+    );
+    let entries = &report.front.entries;
+    let best = (entries.iter())
+        .filter_map(|e| e.record.reconstruction_r2)
+        .fold(f64::NEG_INFINITY, f64::max);
+    let chosen = report.front.chosen().expect("chosen");
+    let whole = chosen.record.reconstruction_r2.expect("measured");
+    assert!(whole >= best - 0.01, "chosen {whole}, best {best}");
+    assert!(report.front.criterion.contains("reconstruction"));
+    // Calibrated on the whole trajectory, the loss is the reconstruction itself.
+    let (records, report) = run(&scene_of("", ""), dir.path(), budget(40, 2));
+    assert!(records.iter().all(|r| r.reconstruction_r2.is_none()));
+    assert!(!report.front.criterion.contains("reconstruction"));
+}
+
 #[test]
 fn template_errors_are_located_and_a_fit_refuses_a_hole() {
     let search = |template: &str, data: &str| {

@@ -46,6 +46,12 @@ pub const WITHIN: f64 = 1.5;
 pub const CRITERION: &str = "score: the largest drop in adjusted loss per unit of complexity \
     from the simpler entry before it, among entries within 1.5x the lowest loss (PySR's \
     \"best\")";
+/// How the chosen entry is picked in a search over trajectories calibrated in windows.
+pub const CRITERION_TRAJECTORIES: &str = "score, as without trajectories, among the entries \
+    whose reconstruction R2 (the fitted trajectories integrated whole from their first \
+    observations) is within 0.01 of the front's best";
+/// How far below the front's best reconstruction R² an entry may be and still be chosen.
+pub const RECONSTRUCTION_SLACK: f64 = 0.01;
 /// What the adjusted loss is, as the results name it.
 pub const ADJUSTED: &str = "ln(max(training loss, floor)) + k ln(n)/n for k fitted constants \
     and n training points (BIC per point; floor: 1e-10 x the variance of the training targets) \
@@ -147,12 +153,32 @@ impl Front {
         }
     }
 
+    /// Whether [`Front::offer`] would take `r` now.
+    pub fn admits(&self, r: &Record) -> bool {
+        self.place(r).is_some()
+    }
+
     /// Takes `r` if no simpler-or-equal program has an adjusted loss as low; drops what it
     /// dominates. Returns whether it joined. Only finished calibrations with a finite loss are
     /// offered.
     pub fn offer(&mut self, r: &Record) -> bool {
-        if !matches!(r.status, "done" | "converged") || !r.train_loss.is_finite() {
+        let Some((c, v, start, end)) = self.place(r) else {
             return false;
+        };
+        let mut joined = r.clone();
+        joined.front = true;
+        self.entries
+            .splice(start..end, [(c, v, joined)])
+            .for_each(drop);
+        self.entries.truncate(MAX_ENTRIES);
+        true
+    }
+
+    /// Where `r` would join: its complexity, its adjusted loss and the entries it replaces
+    /// (`start..end`); `None` if it would not.
+    fn place(&self, r: &Record) -> Option<(usize, f64, usize, usize)> {
+        if !matches!(r.status, "done" | "converged") || !r.train_loss.is_finite() {
+            return None;
         }
         let c = complexity(&r.skeleton);
         let v = self.adjusted(r);
@@ -165,7 +191,7 @@ impl Front {
             let (k, best, _) = &self.entries[at - 1];
             let margin = if *k < c { margin } else { 0.0 };
             if *best - margin <= v {
-                return false;
+                return None;
             }
         }
         // Entries of the same complexity sit just before `at`; they lose to `r`.
@@ -174,20 +200,14 @@ impl Front {
             start -= 1;
         }
         if start >= MAX_ENTRIES {
-            return false;
+            return None;
         }
         // More complex entries it dominates: not better than it by more than rounding.
         let mut end = at;
         while end < self.entries.len() && self.entries[end].1 >= v - margin {
             end += 1;
         }
-        let mut joined = r.clone();
-        joined.front = true;
-        self.entries
-            .splice(start..end, [(c, v, joined)])
-            .for_each(drop);
-        self.entries.truncate(MAX_ENTRIES);
-        true
+        Some((c, v, start, end))
     }
 
     pub fn records(&self) -> impl Iterator<Item = &Record> {
@@ -370,14 +390,19 @@ impl FrontReport {
             let dc = (b.complexity - a.complexity).max(1) as f64;
             entries[i].score = (a.adjusted_loss - b.adjusted_loss) / dc;
         }
-        let lowest = entries
-            .iter()
+        // Over trajectories calibrated in windows, an entry whose trajectory integrated whole
+        // drifts away or blows up is not an answer, however well it fits each window.
+        let whole = |e: &Entry| e.record.reconstruction_r2.unwrap_or(f64::NEG_INFINITY);
+        let measured = entries.iter().any(|e| e.record.reconstruction_r2.is_some());
+        let best_whole = entries.iter().map(whole).fold(f64::NEG_INFINITY, f64::max);
+        let eligible = |e: &Entry| !measured || whole(e) >= best_whole - RECONSTRUCTION_SLACK;
+        let lowest = (entries.iter().filter(|e| eligible(e)))
             .map(|e| e.record.train_loss)
             .fold(f64::INFINITY, f64::min);
         let within = |l: f64| l <= lowest + (WITHIN - 1.0) * lowest.abs();
         // Ties go to the simpler entry.
         let chosen = (0..entries.len())
-            .filter(|&i| within(entries[i].record.train_loss))
+            .filter(|&i| eligible(&entries[i]) && within(entries[i].record.train_loss))
             .fold(None, |best: Option<usize>, i| match best {
                 Some(b) if entries[b].score >= entries[i].score => Some(b),
                 _ => Some(i),
@@ -389,7 +414,11 @@ impl FrontReport {
             complexity: COMPLEXITY,
             adjusted_loss: ADJUSTED,
             penalty: front.penalty,
-            criterion: CRITERION,
+            criterion: if measured {
+                CRITERION_TRAJECTORIES
+            } else {
+                CRITERION
+            },
             // Only where the law could be compared (one arithmetic expression, small enough).
             truth_found: truth_class.map(|_| entries.iter().any(|e| e.truth)),
             entries,
@@ -596,6 +625,39 @@ mod tests {
         let want = (1.0 - 0.011) / 2.0;
         assert!((front.entries[1].score - want).abs() < 1e-12 * want);
         assert_eq!(c.sympy.as_deref(), Some("2 + 0.5*x"));
+    }
+
+    #[test]
+    fn over_trajectories_the_choice_passes_over_an_entry_that_drifts_when_integrated_whole() {
+        let front = |whole: [Option<f64>; 3]| {
+            let mut f = Front::new(None);
+            let losses = [1.0, 0.011, 0.010];
+            let srcs = ["(* a x)", "(+ a (* b x))", "(+ a (* b (exp x)))"];
+            for (i, ((src, loss), w)) in srcs.iter().zip(losses).zip(whole).enumerate() {
+                let mut r = rec(i as u64, src, src, loss);
+                r.reconstruction_r2 = w;
+                assert!(f.admits(&r), "{src}");
+                assert!(f.offer(&r));
+                assert!(!f.admits(&r), "{src} is on the front");
+            }
+            FrontReport::build(&f, None, true, &[])
+        };
+        // Measured and as good as the best: the steepest drop, as without trajectories.
+        let kept = front([Some(0.2), Some(0.995), Some(0.999)]);
+        assert_eq!(kept.chosen().expect("pick").record.calibration, 1);
+        assert!(kept.criterion.contains("reconstruction"));
+        // Its whole trajectory drifts (R² more than 0.01 below the best) or blows up: the
+        // next entry in the band.
+        for drifts in [Some(0.95), None] {
+            let passed = front([Some(0.2), drifts, Some(0.999)]);
+            assert_eq!(passed.chosen().expect("pick").record.calibration, 2);
+        }
+        // Every entry blew up: the choice falls back on the losses.
+        assert_eq!(
+            front([None; 3]).chosen().expect("pick").record.calibration,
+            1
+        );
+        assert!(!front([None; 3]).criterion.contains("reconstruction"));
     }
 
     #[test]

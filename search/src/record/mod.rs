@@ -32,6 +32,11 @@ pub struct Record {
     /// R² on the held-out points, where there are any.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub held_out_r2: Option<f64>,
+    /// R² of the fitted trajectories integrated whole from their first observations, for a
+    /// search over trajectories calibrated in windows: measured for the calibrations that join
+    /// the front ([`crate::front`] chooses by it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reconstruction_r2: Option<f64>,
     pub success: bool,
     /// `done`, `converged`, `failed`, `non-finite` (the loss is not a number) or `stopped`.
     pub status: &'static str,
@@ -95,6 +100,7 @@ impl Record {
             params: BTreeMap::new(),
             train_loss,
             held_out_r2: None,
+            reconstruction_r2: None,
             success: false,
             status: "done",
             detail: None,

@@ -28,6 +28,8 @@ pub struct LogLine<'a> {
     pub train_loss: f64,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub held_out_r2: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reconstruction_r2: Option<f64>,
     pub success: bool,
     pub status: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -56,6 +58,7 @@ impl Record {
             params: &self.params,
             train_loss: self.train_loss,
             held_out_r2: self.held_out_r2,
+            reconstruction_r2: self.reconstruction_r2,
             success: self.success,
             status: self.status,
             detail: self.detail.as_deref(),
@@ -88,6 +91,8 @@ pub struct WireRecord {
     pub params: BTreeMap<String, u64>,
     pub train_loss: u64,
     pub held_out_r2: Option<u64>,
+    #[serde(default)]
+    pub reconstruction_r2: Option<u64>,
     pub success: bool,
     pub status: String,
     pub detail: Option<String>,
@@ -114,6 +119,7 @@ impl WireRecord {
                 .collect(),
             train_loss: r.train_loss.to_bits(),
             held_out_r2: r.held_out_r2.map(f64::to_bits),
+            reconstruction_r2: r.reconstruction_r2.map(f64::to_bits),
             success: r.success,
             status: r.status.to_string(),
             detail: r.detail.clone(),
@@ -146,6 +152,7 @@ impl WireRecord {
                 .collect(),
             train_loss: f64::from_bits(self.train_loss),
             held_out_r2: self.held_out_r2.map(f64::from_bits),
+            reconstruction_r2: self.reconstruction_r2.map(f64::from_bits),
             success: self.success,
             detail: self.detail,
             // The merge's tally decides it again, in the merged order.
@@ -172,6 +179,7 @@ mod tests {
             params: [("a".to_string(), f64::INFINITY), ("b".into(), -0.1)].into(),
             train_loss: f64::NAN,
             held_out_r2: None,
+            reconstruction_r2: Some(0.25),
             success: false,
             status: "non-finite",
             detail: Some("why".into()),

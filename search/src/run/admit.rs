@@ -202,7 +202,7 @@ impl Search {
             }
             self.slots[flight.proposer].tally.candidates += 1;
         }
-        self.emit(records, on_event);
+        self.emit(records, &[], on_event);
         members
     }
 }

@@ -108,6 +108,45 @@ pub fn split(
 }
 
 impl HeldOut {
+    /// An evaluator of the trajectories `fitted` themselves, integrated whole from their first
+    /// observations: the reconstruction R² of a search that calibrates in windows (one
+    /// interval, or `window` intervals, at a time), whose loss alone does not show a right-hand
+    /// side that drifts away or blows up over the whole trajectory.
+    pub fn reconstruction(
+        fitted: &Trajectories,
+        shared: Arc<SharedInputs>,
+        primitives: Registry,
+        precision: Precision,
+    ) -> HeldOut {
+        let mut whole = fitted.clone();
+        whole.window = None;
+        let mut out = HeldOut {
+            data: None,
+            shared,
+            programs: ProgramCache::default(),
+            primitives,
+            precision,
+            trajectories: None,
+        };
+        out.hold_trajectories(Arc::new(whole), fitted);
+        out
+    }
+
+    /// One calibration's R² ([`HeldOut::score`]) at its constants `params`, for the program
+    /// `src` of the parameters `names`; `None` where a constant is missing or it fails.
+    pub fn one(
+        &self,
+        src: &str,
+        names: &[String],
+        params: &std::collections::BTreeMap<String, f64>,
+    ) -> Option<f64> {
+        let values: Option<Vec<f64>> = names.iter().map(|n| params.get(n).copied()).collect();
+        self.score(src, names, &values?, 1)
+            .into_iter()
+            .next()
+            .flatten()
+    }
+
     /// Scores on the trajectories `held` instead of points: `fitted` are the ones candidates
     /// are calibrated on, whose inputs give way to `held`'s (the same names).
     pub fn hold_trajectories(&mut self, held: Arc<Trajectories>, fitted: &Trajectories) {

@@ -135,6 +135,9 @@ pub struct Search {
     context: population::Context,
     /// The held-out points' evaluator, shared with the fit's scorer.
     held: Arc<heldout::HeldOut>,
+    /// The fitted trajectories integrated whole, for a search over trajectories calibrated in
+    /// windows: the reconstruction R² of every calibration that joins the front.
+    whole: Option<heldout::HeldOut>,
     /// The model with holes that every proposal fills, and the scene parameters it mentions
     /// (calibrated in every candidate beside the filling's own).
     template: Option<Arc<Template>>,
@@ -215,6 +218,16 @@ impl Search {
         if let (Some(h), Some(t)) = (&context.held_trajectories, &context.trajectories) {
             held.hold_trajectories(h.clone(), t);
         }
+        let whole = (context.trajectories.as_deref())
+            .filter(|t| t.window.is_some())
+            .map(|t| {
+                heldout::HeldOut::reconstruction(
+                    t,
+                    context.shared.clone(),
+                    options.plugins.primitives.clone(),
+                    precision,
+                )
+            });
         let template = Template::of_scene(scene)
             .map_err(SearchError::Setting)?
             .map(Arc::new);
@@ -322,6 +335,7 @@ impl Search {
             parameters: scene.parameters.clone(),
             context,
             held,
+            whole,
             template,
             template_params,
             fit: Some(fit),

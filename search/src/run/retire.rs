@@ -42,6 +42,7 @@ fn record_of(
         params,
         train_loss,
         held_out_r2,
+        reconstruction_r2: None,
         success,
         status,
         detail,
@@ -176,17 +177,22 @@ impl Search {
         drop(names);
         self.loop_times.parallel_s += start.elapsed().as_secs_f64();
         let mut records = Vec::new();
+        let mut programs = Vec::new();
         for ((_, flight), rs) in done.iter().zip(built) {
             self.slots[flight.proposer].tally.candidates += 1;
+            programs.extend(rs.iter().map(|_| flight.program()));
             records.extend(rs.into_iter().map(|r| (flight.proposer, r)));
         }
-        self.emit(records, on_event);
+        self.emit(records, &programs, on_event);
     }
 
     /// Numbers the records, counts them, passes them on and shows them to the proposers.
+    /// `programs`: each record's calibrated program and its parameters, where the search
+    /// measures the reconstruction R² of calibrations that join the front (empty otherwise).
     pub(super) fn emit(
         &mut self,
         records: Vec<(usize, Record)>,
+        programs: &[(&str, &[String])],
         on_event: &mut impl FnMut(Event<'_>),
     ) {
         if records.is_empty() {
@@ -196,13 +202,18 @@ impl Search {
         let mut out = Vec::with_capacity(records.len());
         // A candidate's draws come one after another and share its program: one lookup each.
         let mut last: Option<(u64, u64)> = None;
-        for (slot, mut r) in records {
+        for (i, (slot, mut r)) in records.into_iter().enumerate() {
             r.calibration = self.tally.calibrations;
             r.program = match last {
                 Some((candidate, program)) if candidate == r.candidate => program,
                 _ => self.programs.id(&r.src),
             };
             last = Some((r.candidate, r.program));
+            if let (Some(whole), Some((src, names))) = (&self.whole, programs.get(i))
+                && self.tally.front.admits(&r)
+            {
+                r.reconstruction_r2 = whole.one(src, names, &r.params);
+            }
             let before = self.tally.successful_skeletons.len();
             let improved = self.tally.add(&mut r);
             let new_success = self.tally.successful_skeletons.len() > before;
