@@ -153,6 +153,7 @@ class ODERegressor:
     equations_: list[dict[str, Any]]
     best_: dict[str, Any]
     report_: dict[str, Any]
+    screen_report_: dict[str, Any]
     def __init__(
         self,
         seconds: float = ...,
@@ -163,6 +164,7 @@ class ODERegressor:
         steps: int = ...,
         draws: int = ...,
         substeps: int = ...,
+        smoothing: Optional[int] = ...,
         seed: int = ...,
         threads: Optional[int] = ...,
         feature_names: Optional[Sequence[str]] = ...,
@@ -170,5 +172,7 @@ class ODERegressor:
     def fit(self, x: Any, t: Any = ...) -> "ODERegressor": ...
     def equations(self, index: Optional[int] = ...) -> list[str]: ...
     def sympy(self, index: Optional[int] = ...) -> list[Any]: ...
-    def simulate(self, x0: Any, t: Any, index: Optional[int] = ...) -> Any: ...
+    def simulate(
+        self, x0: Any, t: Any, index: Optional[int] = ..., max_evaluations: int = ...
+    ) -> Any: ...
     def score(self, x: Any, t: Any = ..., index: Optional[int] = ...) -> float: ...

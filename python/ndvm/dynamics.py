@@ -22,7 +22,7 @@ sides, one per state, and ``simulate(x0, t)`` integrates them.
 >>> t = np.linspace(0, 15, 150)
 >>> lv = lambda _, s: [s[0] - 0.1 * s[0] * s[1], 0.075 * s[0] * s[1] - 1.5 * s[1]]
 >>> x = solve_ivp(lv, (0, 15), [10, 5], t_eval=t, rtol=1e-12, atol=1e-12).y.T
->>> m = ndvm.ODERegressor(calibrations=2000, seed=1, feature_names=["prey", "predator"])
+>>> m = ndvm.ODERegressor(calibrations=20_000, seed=1, feature_names=["prey", "predator"])
 >>> m = m.fit(x, t=t)
 >>> m.score(x, t=t) > 0.9999
 True
@@ -211,6 +211,11 @@ class ODERegressor(BaseEstimator):  # type: ignore[misc,valid-type]
         fillings: dict[str, list[str]] = {}
         for e in list(screen["front"]["entries"]) + list(screen.get("top") or []):
             fillings.setdefault(e["src"], sorted(e["params"]))
+        if not fillings:
+            raise RuntimeError(
+                "no right-hand side could be calibrated against the derivatives within the "
+                "budget: give it more calibrations or seconds"
+            )
         budget: dict[str, Any] = {"calibrations": draws * max(len(fillings), 1)}
         if self.calibrations is None:
             left = float(self.seconds) - (time.perf_counter() - started)

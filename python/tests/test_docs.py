@@ -10,10 +10,19 @@ import pytest
 import ndvm
 
 
-@pytest.mark.parametrize("module", ["ndvm", "ndvm.jax", "ndvm.torch", "ndvm.ray", "ndvm.sklearn"])
-def test_docstring_examples(module):
-    extra = module.split(".")[-1]
-    if extra != "ndvm":
+@pytest.mark.parametrize(
+    "module, needs",
+    [
+        ("ndvm", None),
+        ("ndvm.jax", ("jax",)),
+        ("ndvm.torch", ("torch",)),
+        ("ndvm.ray", ("ray",)),
+        ("ndvm.sklearn", ("sklearn",)),
+        ("ndvm.dynamics", ("sklearn", "scipy")),
+    ],
+)
+def test_docstring_examples(module, needs):
+    for extra in needs or ():
         pytest.importorskip(extra)
     m = importlib.import_module(module)
     result = doctest.testmod(m, optionflags=doctest.ELLIPSIS)
