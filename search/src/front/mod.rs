@@ -19,7 +19,10 @@
 //! (the larger folded into the simpler, [`crate::front::equivalence`]), each entry gets its *score* — the drop
 //! in adjusted loss per unit of complexity from the entry before it (PySR's score, with BIC's
 //! penalty) — and one entry is *chosen* by [`CRITERION`], PySR's "best": the highest score among
-//! the entries within 1.5× the lowest loss. Where the data is synthetic, the entry equivalent to
+//! the entries within 1.5× the lowest loss — over trajectories calibrated in windows, only among
+//! the entries whose *reconstruction R²* (the fitted trajectories integrated whole,
+//! [`Record::reconstruction_r2`]) is within [`RECONSTRUCTION_SLACK`] of the front's best
+//! ([`CRITERION_TRAJECTORIES`]). Where the data is synthetic, the entry equivalent to
 //! the law that generated it is marked `truth`. Every entry carries its equation as a sympy
 //! string and as LaTeX ([`crate::symbolic::infix`]).
 
