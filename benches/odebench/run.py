@@ -28,6 +28,7 @@ a run resumes where it stopped; `--summary` prints the table.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import pathlib
@@ -296,9 +297,33 @@ def rejudge(path: pathlib.Path) -> None:
             continue
         per = [same_law(f, g) for f, g in zip(found, truth_of(systems[r["id"]]))]
         r["symbolic_components"], r["symbolic"] = per, all(per)
+    rewrite(path, rows)
+
+
+def rewrite(path: pathlib.Path, rows: list[dict]) -> None:
+    """`path` replaced by `rows`, whole or not at all: written to a temporary file, flushed to
+    disk, then renamed over it."""
     tmp = path.with_suffix(".tmp")
-    tmp.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    with tmp.open("w") as f:
+        f.write("".join(json.dumps(r) + "\n" for r in rows))
+        f.flush()
+        os.fsync(f.fileno())
     tmp.replace(path)
+
+
+@contextlib.contextmanager
+def only_writer(out: pathlib.Path):
+    """Holds `out`'s lock (`out/.lock`) for the run: a second run on the same folder is refused
+    rather than interleaving its lines and rewrites with this one's."""
+    import fcntl
+
+    out.mkdir(parents=True, exist_ok=True)
+    with (out / ".lock").open("w") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise SystemExit(f"error: another run is writing {out}; wait for it to finish") from None
+        yield
 
 
 def summary(path: pathlib.Path) -> str:
@@ -334,25 +359,31 @@ def main(argv=None) -> int:
     CALIBRATIONS[0] = args.calibrations
     SMOOTHING[0] = args.smoothing if args.smoothing else (11 if args.noise > 0 else None)
     path = args.out / "results.jsonl"
-    if args.rejudge:
-        rejudge(path)
-    if args.summary or args.rejudge:
+    if args.summary and not args.rejudge:
         print(summary(path))
         return 0
-    args.out.mkdir(parents=True, exist_ok=True)
+    for m in args.methods.split(","):
+        if m and m not in METHODS:
+            ap.error(f"--methods: {m} is not one of {', '.join(METHODS)}")
+    with only_writer(args.out):
+        return run(args, path)
+
+
+def run(args, path: pathlib.Path) -> int:
+    """Judges what `args` asks for that `path` does not hold yet (or, with `--rejudge`, all of
+    it again), under the folder's lock."""
+    if args.rejudge:
+        rejudge(path)
+        print(summary(path))
+        return 0
     wanted = None if args.systems is None else {int(s) for s in args.systems.split(",")}
     done = set()
     if path.exists():
         rows = results(path)
         done = {(r["id"], r["method"], r["noise"]) for r in rows}
         # Drop a torn last line before appending after it.
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text("".join(json.dumps(r) + "\n" for r in rows))
-        tmp.replace(path)
+        rewrite(path, rows)
     methods = [m for m in args.methods.split(",") if m]
-    for m in methods:
-        if m not in METHODS:
-            ap.error(f"--methods: {m} is not one of {', '.join(METHODS)}")
     for system in tj.systems():
         if wanted is not None and system["id"] not in wanted:
             continue

@@ -12,6 +12,7 @@ noise). The fit sees only that trajectory; the second start, (6, 12), is predict
 from __future__ import annotations
 
 import argparse
+import os
 
 import numpy as np
 from scipy.integrate import solve_ivp
@@ -66,8 +67,11 @@ def svg(panels, path: str) -> None:
     for j, name in enumerate(["prey", "predator"]):
         out.append(f'<text x="{pad + 70 * j}" y="{h + 24}" fill="{colours[j]}">{name}</text>')
     out.append("</svg>")
-    with open(path, "w", encoding="utf-8") as f:
+    # Whole or not at all: written beside it, then renamed over it.
+    tmp = f"{path}.tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
         f.write("\n".join(out) + "\n")
+    os.replace(tmp, path)
 
 
 def main() -> None:

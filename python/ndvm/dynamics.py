@@ -368,13 +368,16 @@ class ODERegressor(BaseEstimator):  # type: ignore[misc,valid-type]
             with open(os.path.join(tmp, "fillings.jsonl"), "w", encoding="utf-8") as f:
                 for src, params in fillings.items():
                     f.write(json.dumps({"src": src, "params": params}) + "\n")
-            data = {"path": "x.csv", "time": "t", "states": inside, "id": "run"}
-            data["substeps"] = int(self.substeps)
+            data = {"path": "x.csv", "time": "t", "states": inside, "id": "run",
+                    "substeps": int(self.substeps)}
             if window is not None:
                 data["window"] = window
-            proposers = [{"Stream": {"path": "fillings.jsonl", "cycle": False}}]
-            search_spec = {"proposers": proposers, "success": {"TrainLoss": 0.0}, **spec}
-            search_spec["seed"] = int(self.seed)
+            search_spec = {
+                "proposers": [{"Stream": {"path": "fillings.jsonl", "cycle": False}}],
+                "success": {"TrainLoss": 0.0},
+                "seed": int(self.seed),
+                **spec,
+            }
             full = {"candidates": [], "data": {"Trajectory": data}, **scene, "search": search_spec}
             return search(full, self.threads, base_dir=tmp)
 

@@ -138,3 +138,9 @@ def test_the_smoke_run_judges_every_method_on_three_systems(tmp_path):
     assert run.main(argv) == 0
     assert len((tmp_path / "results.jsonl").read_text().splitlines()) == len(rows)
     assert "| ndvm | 0.0 | 3 |" in run.summary(tmp_path / "results.jsonl")
+    # A second writer on the same folder is refused, and the results stay as they were.
+    before = (tmp_path / "results.jsonl").read_text()
+    with run.only_writer(tmp_path):
+        with pytest.raises(SystemExit, match="another run is writing"):
+            run.main(argv)
+    assert (tmp_path / "results.jsonl").read_text() == before
