@@ -48,6 +48,8 @@ fn trajectories() -> Trajectories {
         }],
         substeps: 10,
         window: None,
+        hidden: Vec::new(),
+        fit_start: false,
     }
 }
 

@@ -11,7 +11,11 @@ PySINDy's conventions.
    the trajectories themselves, one observation interval at a time (RK4 from each sample to the
    next), which finite differences cannot bias; each is integrated over the whole trajectory,
    and the chosen entry is one whose whole trajectory is within 0.01 R² of the best.
-3. **The polish** (noisy data, with ``smoothing``): the chosen entry's constants calibrated on
+3. **The pruning** (with ``prune``): the chosen entry's constants set to 0 one at a time, each
+   variant calibrated again one interval at a time, and the best kept while its loss stays
+   within the Bayesian information criterion's allowance for one constant fewer — the small
+   terms a search leaves to make up for a missing digit go.
+4. **The polish** (noisy data, with ``smoothing``): the chosen entry's constants calibrated on
    the trajectories integrated whole, from the refined ones.
 
 The answer is the refinement's Pareto front; ``equations()`` are the chosen entry's right-hand
@@ -33,6 +37,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import re
 import tempfile
 import time
 from typing import Any, Optional, Sequence, Union
@@ -56,10 +61,14 @@ __all__ = ["ODERegressor", "derivatives", "integrate"]
 # Lanes a search holds at once (`ndvm_components::limits::LANES_IN_FLIGHT`).
 _LANES_IN_FLIGHT = 1 << 22
 _WINDOW = 16
-# The share of a time budget the screen gets; the refinement has the rest.
+# The share of a time budget the screen gets; the refinement has the rest up to
+# `_REFINE_END`, the pruning what is left.
 _SCREEN_SHARE = 0.85
+_REFINE_END = 0.95
 # L-BFGS steps of the polish on whole trajectories (noisy data).
 _POLISH_STEPS = 300
+# How far a pruned entry's whole-trajectory R² may fall below the entry it came from.
+_PRUNE_SLACK = 1e-3
 
 Times = Union[float, np.ndarray, Sequence[Any]]
 
@@ -87,6 +96,9 @@ class ODERegressor(BaseEstimator):  # type: ignore[misc,valid-type]
         For noisy data: the trajectories pass through a Savitzky–Golay filter of this many
         samples (odd, ≥ 5; cubic), PySINDy's smoother, before anything else, and the chosen
         entry's constants are then polished on the whole trajectories (default: none).
+    prune : bool
+        Take the chosen entry's constants out one at a time while the fit allows it (default:
+        no); the entry says how many went (``pruned``).
     seed : int
     threads : int, optional
         Worker threads (default: every core).
@@ -119,6 +131,7 @@ class ODERegressor(BaseEstimator):  # type: ignore[misc,valid-type]
         draws: int = 4,
         substeps: int = 10,
         smoothing: Optional[int] = None,
+        prune: bool = False,
         seed: int = 1,
         threads: Optional[int] = None,
         feature_names: Optional[Sequence[str]] = None,
@@ -132,6 +145,7 @@ class ODERegressor(BaseEstimator):  # type: ignore[misc,valid-type]
         self.draws = draws
         self.substeps = substeps
         self.smoothing = smoothing
+        self.prune = prune
         self.seed = seed
         self.threads = threads
         self.feature_names = feature_names
@@ -218,37 +232,27 @@ class ODERegressor(BaseEstimator):  # type: ignore[misc,valid-type]
             )
         budget: dict[str, Any] = {"calibrations": draws * max(len(fillings), 1)}
         if self.calibrations is None:
-            left = float(self.seconds) - (time.perf_counter() - started)
+            end = (_REFINE_END if self.prune else 1.0) * float(self.seconds)
+            left = end - (time.perf_counter() - started)
             budget["seconds"] = max(left, 0.05 * float(self.seconds))
         report = self._refine(runs, inside, calibration, window, fillings, budget)
         self.screen_report_ = screen
         front = report["front"]
         shown = _Names(names)
-        entries = []
-        self._inside = []
-        for i, e in enumerate(front["entries"]):
-            eqs = e.get("equations", [])
-            entries.append(
-                {
-                    "complexity": e["complexity"],
-                    "loss": e["train_loss"],
-                    "adjusted_loss": e["adjusted_loss"],
-                    "score": e["score"],
-                    "reconstruction_r2": e.get("reconstruction_r2"),
-                    "equations": [shown.text(q.get("sympy")) for q in eqs],
-                    "latex": [shown.latex(q.get("latex")) for q in eqs],
-                    "program": shown.text(e["src"]),
-                    "params": dict(e["params"]),
-                    "chosen": i == front["chosen"],
-                }
-            )
-            self._inside.append(e["src"])
+        entries = [
+            {**_entry(e, shown), "chosen": i == front["chosen"]}
+            for i, e in enumerate(front["entries"])
+        ]
+        self._inside = [e["src"] for e in front["entries"]]
         if not entries:
             raise RuntimeError(
                 f"no right-hand side could be calibrated within the budget {budget}: give it "
                 "more calibrations or seconds"
             )
         chosen = entries[front["chosen"]]
+        if self.prune:
+            deadline = None if self.calibrations is not None else started + float(self.seconds)
+            self._prune(runs, inside, front["chosen"], chosen, shown, deadline)
         if self.smoothing is not None:
             self._polish(runs, inside, front["chosen"], chosen, shown)
         self.report_ = report
@@ -323,12 +327,64 @@ class ODERegressor(BaseEstimator):  # type: ignore[misc,valid-type]
         spec = {"calibration": calibration, "budget": budget, "window": window}
         return self._on_trajectories(runs, inside, fillings, 1, spec, loss="Mse")
 
+    def _prune(self, runs, inside, i: int, entry: dict, shown, deadline) -> None:
+        """The chosen entry with its constants set to 0 one at a time, each variant calibrated
+        again one interval at a time from the others' values; the best variant replaces the
+        entry while its loss is within the Bayesian information criterion's allowance for one
+        constant fewer (``exp(ln n / n)`` times the loss, ``n`` the residuals) and its whole
+        trajectories are as good (``_PRUNE_SLACK``). Stops at ``deadline`` (``time``)."""
+        n = len(inside) * sum(len(xi) - 1 for xi, _ in runs)
+        allowance = float(np.exp(np.log(n) / n))
+        pruned = 0
+        while entry["params"]:
+            left = None if deadline is None else deadline - time.perf_counter()
+            if left is not None and left <= 0:
+                break
+            params = entry["params"]
+            variants: dict[str, list[str]] = {}
+            for p in params:
+                variants.setdefault(_zeroed(self._inside[i], p), sorted(set(params) - {p}))
+            budget: dict[str, Any] = {"calibrations": len(variants)}
+            if left is not None:
+                budget["seconds"] = left
+            spec = {
+                "calibration": {
+                    "steps": int(self.steps),
+                    "optimizer": {"LevenbergMarquardt": {}},
+                    "draws": 1,
+                    "draw": {"Normal": {"sd": 0.0}},
+                },
+                "budget": budget,
+            }
+            report = self._on_trajectories(
+                runs, inside, variants, 1, spec, loss="Mse",
+                parameters={"names": sorted(params), "init": params},
+            )
+            whole = entry.get("reconstruction_r2")
+            floor = -np.inf if whole is None else whole - _PRUNE_SLACK
+            kept = [
+                e
+                for e in report["front"]["entries"]
+                if np.isfinite(e["train_loss"])
+                and e["train_loss"] <= allowance * entry["loss"]
+                and (whole is None or (e.get("reconstruction_r2") or -np.inf) >= floor)
+            ]
+            if not kept:
+                break
+            best = min(kept, key=lambda e: e["train_loss"])
+            pruned += len(params) - len(best["params"])
+            self._inside[i] = best["src"]
+            entry.update(_entry(best, shown))
+        entry["pruned"] = pruned
+
     def _polish(self, runs, inside, i: int, entry: dict, shown) -> None:
         """Noisy data: the chosen entry's constants calibrated once more on the trajectories
-        integrated whole from their first samples (L-BFGS from the refined constants, which
-        one interval at a time leaves biased toward slower dynamics: each interval starts
-        from a noisy state). The entry takes the new constants where the whole-trajectory fit
-        converged to a finite loss; it can only be lower than where it started."""
+        integrated whole (L-BFGS from the refined constants, which one interval at a time
+        leaves biased toward slower dynamics: each interval starts from a noisy state), each
+        trajectory's starting state calibrated with them (``fit_start``: a noisy first sample
+        does not pin the whole trajectory). The entry takes the new constants where the
+        whole-trajectory fit converged to a finite loss; it can only be lower than where it
+        started."""
         params = entry["params"]
         spec = {
             "calibration": {
@@ -347,22 +403,27 @@ class ODERegressor(BaseEstimator):  # type: ignore[misc,valid-type]
             spec,
             parameters={"names": sorted(params), "init": params},
             precision="F64",
+            fit_start=True,
         )
         polished = report["front"]["entries"]
         loss = polished[0].get("train_loss") if polished else None
         if loss is None or not np.isfinite(loss):
             return
         p = polished[0]
-        entry["params"] = dict(p["params"])
+        # The starting states stay behind: `simulate` starts where it is told.
+        entry["params"] = {k: v for k, v in p["params"].items() if k in params}
         entry["equations"] = [shown.text(q.get("sympy")) for q in p.get("equations", [])]
         entry["latex"] = [shown.latex(q.get("latex")) for q in p.get("equations", [])]
         entry["reconstruction_r2"] = 1.0 - loss / _total_squares(runs)
         entry["polished"] = True
 
-    def _on_trajectories(self, runs, inside, fillings, window, spec, **scene) -> dict:
+    def _on_trajectories(
+        self, runs, inside, fillings, window, spec, fit_start=False, **scene
+    ) -> dict:
         """A search over the trajectories ``runs`` whose proposals are ``fillings`` (source →
         parameter names, each calibrated once), calibrated ``window`` intervals at a time
-        (``None``: whole), with the search settings ``spec`` and the scene fields ``scene``."""
+        (``None``: whole; ``fit_start``: from calibrated starting states), with the search
+        settings ``spec`` and the scene fields ``scene``."""
         with tempfile.TemporaryDirectory(prefix="ndvm-ode-") as tmp:
             _write_runs(os.path.join(tmp, "x.csv"), runs, inside)
             with open(os.path.join(tmp, "fillings.jsonl"), "w", encoding="utf-8") as f:
@@ -372,6 +433,8 @@ class ODERegressor(BaseEstimator):  # type: ignore[misc,valid-type]
                     "substeps": int(self.substeps)}
             if window is not None:
                 data["window"] = window
+            if fit_start:
+                data["fit_start"] = True
             search_spec = {
                 "proposers": [{"Stream": {"path": "fillings.jsonl", "cycle": False}}],
                 "success": {"TrainLoss": 0.0},
@@ -506,6 +569,27 @@ def derivatives(x, t) -> np.ndarray:
         h = steps[0]
         out[2:-2] = (x[:-4] - 8 * x[1:-3] + 8 * x[3:-1] - x[4:]) / (12 * h)
     return out
+
+
+def _entry(e: dict, shown) -> dict:
+    """A front entry of a search over the trajectories, as ``equations_`` holds it."""
+    eqs = e.get("equations", [])
+    return {
+        "complexity": e["complexity"],
+        "loss": e["train_loss"],
+        "adjusted_loss": e["adjusted_loss"],
+        "score": e["score"],
+        "reconstruction_r2": e.get("reconstruction_r2"),
+        "equations": [shown.text(q.get("sympy")) for q in eqs],
+        "latex": [shown.latex(q.get("latex")) for q in eqs],
+        "program": shown.text(e["src"]),
+        "params": dict(e["params"]),
+    }
+
+
+def _zeroed(src: str, name: str) -> str:
+    """``src`` with every occurrence of the symbol ``name`` written as 0."""
+    return re.sub(r"(?<=[\s(\[])" + re.escape(name) + r"(?=[\s)\]])", "0", src)
 
 
 def _write_runs(path: str, runs, inside: list[str]) -> None:

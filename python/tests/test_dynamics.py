@@ -139,8 +139,40 @@ def test_smoothing_is_checked_and_takes_noise_off():
     rate = float(sympy.Poly(sympy.expand(rhs), x0).coeff_monomial(x0))
     assert abs(rate + 0.7) < 0.05, rhs
     assert m.score(clean, t=t) > 0.99
-    # Smoothed data: the chosen constants are polished on the whole trajectory.
+    # Smoothed data: the chosen constants are polished on the whole trajectory, from a
+    # calibrated start that stays behind (`fit_start`: the parameter `x0_0`).
     assert m.best_["polished"] and 0.99 < m.best_["reconstruction_r2"] <= 1
+    assert "x0_0" not in m.best_["params"], m.best_["params"]
+
+
+def test_pruning_drops_a_constant_the_data_do_not_need_and_keeps_one_they_do():
+    from ndvm.dynamics import _zeroed
+    from ndvm.sklearn import _Names
+
+    assert _zeroed("(holes (+ (* a x0) ab) [a])", "a") == "(holes (+ (* 0 x0) ab) [0])"
+    t = np.linspace(0, 4, 60)
+    decay = np.exp(-0.7 * t)[:, None]  # x' = -0.7 x
+    logistic = (0.7 / (0.3 + 0.4 * np.exp(0.7 * t)))[:, None]  # x' = -0.7 x + 0.3 x²
+    cases = [
+        # An offset the law does not have goes, and the rate refits to the truth.
+        (decay, "(holes (+ (* a x0) b))", {"a": -0.69, "b": 0.004}, {"a": -0.7}),
+        # Both terms are the law's: neither goes.
+        (logistic, "(holes (+ (* a x0) (* b (* x0 x0))))", {"a": -0.69, "b": 0.31},
+         {"a": -0.7, "b": 0.3}),
+    ]
+    for x, src, params, want in cases:
+        m = ndvm.ODERegressor(calibrations=10, threads=1)
+        m._inside = [src]
+        entry = {"params": params, "loss": 1e-6, "reconstruction_r2": 0.99}
+        m._prune([(x, t)], ["x0"], 0, entry, _Names(["x0"]), None)
+        assert set(entry["params"]) == set(want), entry
+        assert entry["pruned"] == len(params) - len(want)
+        if len(want) < len(params):
+            # Replaced by the pruned variant, calibrated again: the law, to RK4's accuracy.
+            assert abs(entry["params"]["a"] + 0.7) < 1e-6, entry
+            assert entry["reconstruction_r2"] > 0.999999 and m._inside[0] == "(holes (+ (* a x0) 0))"
+        else:
+            assert entry["params"] == params and m._inside[0] == src
 
 
 def test_the_noisy_lotka_volterra_example_runs_and_predicts(tmp_path):

@@ -246,6 +246,56 @@ fn front_calibrations_carry_their_whole_trajectory_and_the_choice_respects_it() 
     assert!(!report.front.criterion.contains("reconstruction"));
 }
 
+/// A search whose model carries a state the data do not hold (`hidden`): every filling is
+/// calibrated with that state's starting value (`predator_0`), which a filling may not use as
+/// its own parameter's name.
+#[test]
+fn a_hidden_state_starts_where_the_calibration_puts_it() {
+    let dir = tempfile::tempdir().expect("dir");
+    std::fs::copy(
+        scenes().join("lotka_volterra_trajectory.csv"),
+        dir.path().join("lv.csv"),
+    )
+    .expect("copied");
+    std::fs::write(
+        dir.path().join("fills.jsonl"),
+        r#"{"src": "(holes (- prey (* 0.1 prey predator)) (- (* 0.075 prey predator) (* 1.5 predator)))", "params": []}
+{"src": "(holes (* predator_0 prey) predator)", "params": ["predator_0"]}
+"#,
+    )
+    .expect("stream");
+    let scene = Scene::from_ron(
+        r#"Scene(
+            candidates: [],
+            data: Some(Trajectory(path: "lv.csv", time: "t", states: ["prey"],
+                                  hidden: [(name: "predator", start: 4.0)])),
+            search: Some(Search(
+                proposers: [Stream(path: "fills.jsonl", cycle: false)],
+                calibration: Calibration(steps: 200, optimizer: Lbfgs(), draws: 2,
+                                         draw: Normal(sd: 0.2)),
+                success: TrainLoss(1e-9),
+            )),
+        )"#,
+    )
+    .expect("scene");
+    let (records, _) = run(&scene, dir.path(), budget(100, 1));
+    let truth = (records.iter())
+        .find(|r| r.src.contains("0.075"))
+        .expect("the true model calibrated");
+    assert!(truth.success && truth.front, "{truth:?}");
+    assert!(
+        (truth.params["predator_0"] - 5.0).abs() < 1e-5,
+        "{:?}",
+        truth.params
+    );
+    let clash = records
+        .iter()
+        .find(|r| r.status == "failed")
+        .expect("refused");
+    let why = clash.detail.as_deref().unwrap_or_default();
+    assert!(why.contains("`predator_0` is a name the template"), "{why}");
+}
+
 #[test]
 fn template_errors_are_located_and_a_fit_refuses_a_hole() {
     let search = |template: &str, data: &str| {

@@ -164,6 +164,69 @@ fn windows_give_back_the_lotka_volterra_rates() {
     }
 }
 
+/// The predator of the shipped Lotka–Volterra trajectory left out of the data (`hidden`): its
+/// starting value is calibrated with the rates, from the prey alone. (`beta` is known: with
+/// the predator unseen, only `beta` times its scale is identifiable.)
+#[test]
+fn an_unobserved_predator_is_recovered_from_the_prey_alone() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenes");
+    let s = scene(
+        "(define (rhs t x y) [(- (* alpha x) (* 0.1 x y)) (- (* delta x y) (* gamma y))])",
+        &[("alpha", 0.9), ("delta", 0.07), ("gamma", 1.4)],
+        r#"Trajectory(path: "lotka_volterra_trajectory.csv", time: "t", states: ["prey"],
+                      hidden: [(name: "predator", start: 4.0)])"#,
+    );
+    let c = &fit(&s, &dir).candidates[0];
+    assert_eq!(c.status, "converged", "{c:?}");
+    for (name, truth) in [
+        ("alpha", 1.0),
+        ("delta", 0.075),
+        ("gamma", 1.5),
+        ("predator_0", 5.0),
+    ] {
+        let got = c.params[name];
+        assert!((got - truth).abs() < 1e-5 * truth, "{name}: {:?}", c.params);
+    }
+}
+
+/// A first observation recorded 20% off pins a trajectory started from it; with `fit_start`
+/// each trajectory's starting value is calibrated (`x_0_1`, `x_0_2`) and the rate comes back.
+#[test]
+fn fit_start_calibrates_past_a_wrong_first_observation() {
+    let k = 0.8;
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    let rows = [1.0, 3.0].into_iter().enumerate().flat_map(|(i, x0)| {
+        (0..30).map(move |j| {
+            let t = 3.0 * j as f64 / 29.0;
+            let x = x0 * f64::exp(-k * t);
+            format!("{i},{t},{}", if j == 0 { 1.2 * x } else { x })
+        })
+    });
+    csv(dir.path(), "decay.csv", "run,t,x", rows);
+    let data = |fit_start: bool| {
+        format!(
+            r#"Trajectory(path: "decay.csv", time: "t", states: ["x"], id: Some("run"),
+                          fit_start: {fit_start})"#
+        )
+    };
+    let rhs = "(define (rhs t x) [(* -1 k x)])";
+    let pinned = fit(&scene(rhs, &[("k", 0.5)], &data(false)), dir.path());
+    let freed = fit(&scene(rhs, &[("k", 0.5)], &data(true)), dir.path());
+    let (pinned, freed) = (&pinned.candidates[0], &freed.candidates[0]);
+    // Pinned to the wrong start, the rate comes out 22% high.
+    assert!((pinned.params["k"] - k).abs() > 0.1, "{pinned:?}");
+    assert_eq!(freed.status, "converged", "{freed:?}");
+    for (name, truth) in [("k", k), ("x_0_1", 1.0), ("x_0_2", 3.0)] {
+        let got = freed.params[name];
+        assert!(
+            (got - truth).abs() < 1e-6 * truth,
+            "{name}: {:?}",
+            freed.params
+        );
+    }
+    assert!(freed.loss < 1e-12, "{}", freed.loss);
+}
+
 #[test]
 fn malformed_trajectory_scenes_are_refused_with_a_reason() {
     let base = r#"candidates: [Inline(name: "m", src: "(define (rhs t x) [x])")],
@@ -184,6 +247,31 @@ fn malformed_trajectory_scenes_are_refused_with_a_reason() {
         (
             r#"data: Some(Trajectory(path: "f.csv", time: "t", states: ["x"], substeps: 0))"#,
             "`substeps` must be between 1 and 10000",
+        ),
+        (
+            r#"data: Some(Trajectory(path: "f.csv", time: "t", states: ["x"],
+                                     hidden: [(name: "x")]))"#,
+            "the hidden state `x` has a column's name",
+        ),
+        (
+            r#"data: Some(Trajectory(path: "f.csv", time: "t", states: ["x"],
+                                     hidden: [(name: "z"), (name: "z")]))"#,
+            "the hidden state `z` is listed twice",
+        ),
+        (
+            r#"data: Some(Trajectory(path: "f.csv", time: "t", states: ["x"],
+                                     hidden: [(name: "a b")]))"#,
+            "not a name the dialect can read",
+        ),
+        (
+            r#"data: Some(Trajectory(path: "f.csv", time: "t", states: ["x"],
+                                     hidden: [(name: "z")], window: Some(1))), loss: Mse"#,
+            "it cannot have `hidden` states or `fit_start`",
+        ),
+        (
+            r#"data: Some(Trajectory(path: "f.csv", time: "t", states: ["x"], fit_start: true,
+                                     window: Some(1))), loss: Mse"#,
+            "it cannot have `hidden` states or `fit_start`",
         ),
     ];
     for (data, want) in cases {

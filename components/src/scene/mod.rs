@@ -289,7 +289,27 @@ pub enum Data {
         /// held-out R², `success: HeldOutR2(..)`): a second initial condition predicted.
         #[serde(default)]
         held_out: Vec<String>,
+        /// States the model carries but the file does not hold (`rhs` takes them after
+        /// `states`, in this order): each one's value at every trajectory's start is a parameter
+        /// the fit calibrates (`<name>_0`), starting from `start`.
+        #[serde(default)]
+        hidden: Vec<Hidden>,
+        /// Calibrate the observed states' values at each trajectory's start too (parameters
+        /// `<state>_0`, starting from the first observation), instead of taking the first
+        /// observation as exact: a noisy first row then does not pin the whole trajectory.
+        #[serde(default)]
+        fit_start: bool,
     },
+}
+
+/// A state of a `Trajectory`'s model that the data do not hold.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Hidden {
+    pub name: String,
+    /// Where its starting value's calibration starts.
+    #[serde(default)]
+    pub start: f64,
 }
 
 /// Values of one synthetic input.
@@ -446,11 +466,27 @@ impl Scene {
             substeps,
             held_out,
             window,
+            hidden,
+            fit_start,
             ..
         }) = &self.data
         {
             if *window == Some(0) {
                 return fail("`window` counts observation intervals: at least 1".into());
+            }
+            if *window == Some(1) && (!hidden.is_empty() || *fit_start) {
+                return fail(
+                    "`window: Some(1)` starts every interval from the data: it cannot have \
+                     `hidden` states or `fit_start` (use a longer window, or none)"
+                        .into(),
+                );
+            }
+            if !hidden.is_empty() && !held_out.is_empty() {
+                return fail(
+                    "a held-out trajectory's `hidden` states have no known start: a search \
+                     with `hidden` states scores on `success: TrainLoss(..)`"
+                        .into(),
+                );
             }
             if self.search.is_none() && !held_out.is_empty() {
                 return fail(
@@ -483,7 +519,8 @@ impl Scene {
                     );
                 }
             }
-            check_trajectory(time, states, id.as_deref(), *substeps).or_else(fail)?;
+            check_trajectory(time, states, (hidden, *fit_start), id.as_deref(), *substeps)
+                .or_else(fail)?;
         }
         if let Some(search) = &self.search {
             self.check_search(search).or_else(fail)?;
@@ -685,6 +722,13 @@ impl Scene {
     }
 }
 
+/// Whether the dialect reads `name` as one symbol (a state's name becomes one).
+fn readable(name: &str) -> bool {
+    !name.is_empty()
+        && !name.contains(|c: char| c.is_whitespace() || "()[]\";'`,".contains(c))
+        && name.parse::<f64>().is_err()
+}
+
 /// Most states a trajectory's model may have.
 pub const TRAJECTORY_STATES: usize = 64;
 /// Most RK4 steps between two observations.
@@ -694,17 +738,42 @@ pub const SUBSTEPS: u32 = 10_000;
 fn check_trajectory(
     time: &str,
     states: &[String],
+    (hidden, fit_start): (&[Hidden], bool),
     id: Option<&str>,
     substeps: u32,
 ) -> Result<(), String> {
     if states.is_empty() {
         return Err("a `Trajectory` needs at least one state in `states`".into());
     }
-    if states.len() > TRAJECTORY_STATES {
+    if states.len() + hidden.len() > TRAJECTORY_STATES {
         return Err(format!(
             "a `Trajectory` lists {} states, over the limit of {TRAJECTORY_STATES}",
-            states.len()
+            states.len() + hidden.len()
         ));
+    }
+    for (i, h) in hidden.iter().enumerate() {
+        let named = |n: &String| n == &h.name;
+        if h.name == time || id == Some(h.name.as_str()) || states.iter().any(named) {
+            return Err(format!(
+                "the hidden state `{}` has a column's name: a hidden state is not in the file",
+                h.name
+            ));
+        }
+        if hidden[..i].iter().any(|o| o.name == h.name) {
+            return Err(format!("the hidden state `{}` is listed twice", h.name));
+        }
+        if !readable(&h.name) {
+            return Err(format!(
+                "the hidden state `{}` is not a name the dialect can read",
+                h.name
+            ));
+        }
+        if !h.start.is_finite() {
+            return Err(format!(
+                "the hidden state `{}` starts at {}: not a finite number",
+                h.name, h.start
+            ));
+        }
     }
     let mut columns: Vec<&str> = vec![time];
     columns.extend(id);
@@ -718,6 +787,12 @@ fn check_trajectory(
     }
     if id == Some(time) {
         return Err(format!("the column `{time}` is both the time and the id"));
+    }
+    if fit_start && let Some(s) = states.iter().find(|s| !readable(s)) {
+        return Err(format!(
+            "`fit_start` names a parameter after each state, and `{s}` is not a name the \
+             dialect can read: rename the column"
+        ));
     }
     if !(1..=SUBSTEPS).contains(&substeps) {
         return Err(format!(

@@ -125,9 +125,10 @@ impl Search {
                         return Ok(None);
                     };
                     let mut names = proposal.params.clone();
-                    if let Some(p) = names.iter().find(|p| t.mentions(p)) {
+                    let taken = |p: &&String| t.mentions(p) || template_params.contains(p);
+                    if let Some(p) = names.iter().find(taken) {
                         return Err(format!(
-                            "the parameter `{p}` is a name the template uses: rename it"
+                            "the parameter `{p}` is a name the template (or its starting state) uses: rename it"
                         ));
                     }
                     names.extend(template_params.iter().cloned());

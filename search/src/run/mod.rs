@@ -231,9 +231,19 @@ impl Search {
         let template = Template::of_scene(scene)
             .map_err(SearchError::Setting)?
             .map(Arc::new);
+        // The template's own parameters: the scene's that it mentions, and a trajectory
+        // model's starting values (`hidden` states, `fit_start`).
+        let parameters = match &context.trajectories {
+            Some(t) => t.with_starts(&scene.parameters),
+            None => scene.parameters.clone(),
+        };
+        let starts: Vec<String> = (context.trajectories.iter())
+            .flat_map(|t| t.starts())
+            .map(|(name, _)| name)
+            .collect();
         let template_params: Vec<String> = template.as_ref().map_or_else(Vec::new, |t| {
-            (scene.parameters.names.iter())
-                .filter(|n| t.mentions(n))
+            (parameters.names.iter())
+                .filter(|n| t.mentions(n) || starts.contains(n))
                 .cloned()
                 .collect()
         });
@@ -332,7 +342,7 @@ impl Search {
             tally: Tally::new(spec.keep, by_r2, front_penalty),
             spec,
             protocol,
-            parameters: scene.parameters.clone(),
+            parameters,
             context,
             held,
             whole,

@@ -205,6 +205,8 @@ pub fn build(scene: &Scene, base: &Path) -> Result<(Vec<Member>, Vec<String>), P
      -> Result<(), PopulationError> {
         let index = members.len();
         let data = if scene.loss == Loss::Mse { data } else { None };
+        let with_starts = trajectories.as_ref().map(|t| t.with_starts(params));
+        let params = with_starts.as_ref().unwrap_or(params);
         if params.names.len() > ndvm_components::limits::PARAMS {
             return Err(PopulationError::Names {
                 candidate: name,

@@ -123,16 +123,20 @@ impl Template {
         })
     }
 
-    /// A search scene's template: its `template`, else for trajectories one hole per state
-    /// ([`Template::for_trajectories`]); `None` for other searches.
+    /// A search scene's template: its `template`, else for trajectories one hole per state,
+    /// hidden ones included ([`Template::for_trajectories`]); `None` for other searches.
     pub fn of_scene(scene: &Scene) -> Result<Option<Template>, String> {
         let given = scene.search.as_ref().and_then(|s| s.template.as_deref());
         match (given, &scene.data) {
             (Some(src), _) => Template::parse(src)
                 .map(Some)
                 .map_err(|e| format!("`template`, {e}")),
-            (None, Some(scene::Data::Trajectory { states, .. })) if scene.search.is_some() => {
-                Ok(Some(Template::for_trajectories(states)))
+            (None, Some(scene::Data::Trajectory { states, hidden, .. }))
+                if scene.search.is_some() =>
+            {
+                let mut all = states.clone();
+                all.extend(hidden.iter().map(|h| h.name.clone()));
+                Ok(Some(Template::for_trajectories(&all)))
             }
             _ => Ok(None),
         }

@@ -11,19 +11,25 @@
 //! different units weigh alike). One lane per restart runs the whole trajectory: memory and time
 //! grow linearly with its length, never one integration per observation. A run that blows up
 //! (a scaled squared difference past 1e100, or not a number) stops there with an infinite loss.
+//! A model may carry states the file does not hold (`hidden`), and its starting state may be
+//! calibrated rather than read from the first row (`fit_start`): those starting values are
+//! parameters ([`Trajectories::starts`]) and only the observed states are compared.
 
 use crate::population::data::{DataError, cell};
 use ndvm_components::candidate::SharedMatrix;
 use ndvm_components::dataset::{ColumnNames, Dataset};
 use ndvm_components::input_file;
-use ndvm_components::scene::Data;
+use ndvm_components::scene::{Data, Parameters};
 use std::path::Path;
 
 /// The ODE library, in the dialect. `(ode-rk4 f t s h)`: one classical Runge–Kutta step of
 /// `ds/dt = (f t s)` from the state vector `s` at time `t`; `(ode-advance f t0 t1 s n)`: `n` such
 /// steps from `t0` to `t1`; `(ode-sse f times obs scale n w)`: the scaled squared error of the
 /// trajectory started at `obs`'s first row, against its later rows, starting again from the
-/// observed state every `w` intervals (`+inf.0` once a state blows up).
+/// observed state every `w` intervals (`+inf.0` once a state blows up). [`STARTS_LIBRARY`]'s
+/// `ode-sse-from` is the same from the state `s0`, comparing `(see s)` with each row and
+/// starting again from `(restart s row)`: how a model with states the data do not hold, or a
+/// calibrated start, is scored.
 pub const LIBRARY: &str = "\
 (define (ode-rk4 f t s h)
   (let* ((k1 (f t s))
@@ -47,6 +53,21 @@ pub const LIBRARY: &str = "\
               +inf.0)))))
 ";
 
+/// The library's part for a model whose starting state is calibrated (hidden states,
+/// `fit_start`), appended to [`LIBRARY`] only then.
+pub const STARTS_LIBRARY: &str = "\
+(define (ode-sse-from f times obs scale n w s0 see restart)
+  (loop ((k 1) (s s0) (sse 0))
+    (if (= k (vlen times))
+        sse
+        (let* ((s1 (ode-advance f (ref times (- k 1)) (ref times k) s n))
+               (e (/ (- (see s1) (ref obs k)) scale))
+               (e2 (dot e e)))
+          (if (< e2 1e100)
+              (recur (+ k 1) (if (= (remainder k w) 0) (restart s1 (ref obs k)) s1) (+ sse e2))
+              +inf.0)))))
+";
+
 /// One trajectory: its name, its times and its states (`times × states`, row-major).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Trajectory {
@@ -64,6 +85,11 @@ pub struct Trajectories {
     pub substeps: u32,
     /// Observation intervals per integration (`None`: the whole trajectory).
     pub window: Option<u32>,
+    /// The model's states the file does not hold, after `states`, with where their starting
+    /// values' calibration starts.
+    pub hidden: Vec<(String, f64)>,
+    /// Whether the observed states' starting values are calibrated too.
+    pub fit_start: bool,
 }
 
 impl Trajectories {
@@ -77,6 +103,8 @@ impl Trajectories {
             id,
             substeps,
             window,
+            hidden,
+            fit_start,
             ..
         } = data
         else {
@@ -85,6 +113,8 @@ impl Trajectories {
         let mut t = Trajectories::read(&base.join(path), time, states, id.as_deref())?;
         t.substeps = *substeps;
         t.window = *window;
+        t.hidden = hidden.iter().map(|h| (h.name.clone(), h.start)).collect();
+        t.fit_start = *fit_start;
         Ok(Some(t))
     }
 
@@ -176,6 +206,8 @@ impl Trajectories {
             runs,
             substeps: 10,
             window: None,
+            hidden: Vec::new(),
+            fit_start: false,
         })
     }
 
@@ -215,6 +247,8 @@ impl Trajectories {
             substeps: self.substeps,
             // Held out: predicted whole from its first observation.
             window: None,
+            hidden: Vec::new(),
+            fit_start: false,
         }))
     }
 
@@ -340,6 +374,70 @@ impl Trajectories {
         }
     }
 
+    /// The parameters a model's starting state adds, with where their calibration starts:
+    /// for each fitted trajectory, the observed states' (`fit_start`, from the first
+    /// observation) then the hidden states', named `<state>_0` — `<state>_0_<k>` for the `k`-th
+    /// of several trajectories, in file order.
+    pub fn starts(&self) -> Vec<(String, f64)> {
+        let d = self.states.len();
+        let mut out = Vec::new();
+        for (k, run) in self.runs.iter().enumerate() {
+            let name = |s: &str| self.start_name(s, k);
+            if self.fit_start {
+                out.extend((self.states.iter().zip(&run.states[..d])).map(|(s, x)| (name(s), *x)));
+            }
+            out.extend(self.hidden.iter().map(|(h, x)| (name(h), *x)));
+        }
+        out
+    }
+
+    /// `params` with the starting values' parameters ([`Trajectories::starts`]) added: a name
+    /// the scene already lists keeps its own `init` and `bounds`.
+    pub fn with_starts(&self, params: &Parameters) -> Parameters {
+        let mut out = params.clone();
+        for (name, x) in self.starts() {
+            if !out.names.contains(&name) {
+                out.names.push(name.clone());
+            }
+            out.init.entry(name).or_insert(x);
+        }
+        out
+    }
+
+    /// The name of `state`'s starting value in the `k`-th trajectory (from 0).
+    fn start_name(&self, state: &str, k: usize) -> String {
+        match self.runs.len() {
+            1 => format!("{state}_0"),
+            _ => format!("{state}_0_{}", k + 1),
+        }
+    }
+
+    /// The trajectory `i`'s loss in the program: from its first observation, or from its
+    /// starting parameters ([`Trajectories::starts`]).
+    fn loss(&self, i: usize, window: usize) -> String {
+        let n = self.substeps;
+        let common = format!(
+            "ndvm-rhs (ref ndvm-times-{i} 0) ndvm-states-{i} (ref ndvm-spread 0) {n} {window}"
+        );
+        if self.hidden.is_empty() && !self.fit_start {
+            return format!("(ode-sse {common})");
+        }
+        let d = self.states.len();
+        let name = |s: &str| self.start_name(s, i);
+        let observed: Vec<String> = (0..d)
+            .map(|j| match self.fit_start {
+                true => name(&self.states[j]),
+                false => format!("(ref (ref ndvm-states-{i} 0) {j})"),
+            })
+            .collect();
+        let hidden: Vec<String> = self.hidden.iter().map(|(h, _)| name(h)).collect();
+        format!(
+            "(ode-sse-from {common} [{} {}] ndvm-see ndvm-restart)",
+            observed.join(" "),
+            hidden.join(" ")
+        )
+    }
+
     /// `source` (which defines `rhs`) as the whole program: the library, then the loss summed
     /// over the trajectories. The candidate's own text comes first, so its errors keep their
     /// lines.
@@ -347,12 +445,12 @@ impl Trajectories {
         let substeps = self.substeps;
         let longest = self.runs.iter().map(|t| t.times.len()).max().unwrap_or(1);
         let window = self.window.map_or(longest, |w| w as usize);
-        let args: Vec<String> = (0..self.states.len())
+        let d = self.states.len();
+        let args: Vec<String> = (0..d + self.hidden.len())
             .map(|j| format!("(ref s {j})"))
             .collect();
         let rhs = format!("(define (ndvm-rhs t s) (rhs t {}))", args.join(" "));
         if self.window == Some(1) {
-            let d = self.states.len();
             let start: Vec<String> = (0..d).map(|j| format!("ndvm-s{j}")).collect();
             let picked: Vec<String> = (self.spread().iter().enumerate())
                 .map(|(j, s)| format!("(* ndvm-w{j} (/ (ref s1 {j}) {s:?}))"))
@@ -363,15 +461,25 @@ impl Trajectories {
                 picked.join(" ")
             );
         }
-        let losses: Vec<String> = (0..self.runs.len())
-            .map(|i| {
-                format!(
-                    "(ode-sse ndvm-rhs (ref ndvm-times-{i} 0) ndvm-states-{i} (ref ndvm-spread 0) {substeps} {window})"
-                )
-            })
-            .collect();
+        let losses: Vec<String> = (0..self.runs.len()).map(|i| self.loss(i, window)).collect();
+        // What a model with hidden states shows the data, and starts again from.
+        let views = if self.hidden.is_empty() && !self.fit_start {
+            String::new()
+        } else {
+            let seen: Vec<String> = (0..d).map(|j| format!("(ref s {j})")).collect();
+            let kept: Vec<String> = (d..d + self.hidden.len())
+                .map(|j| format!("(ref s {j})"))
+                .collect();
+            let from_row: Vec<String> = (0..d).map(|j| format!("(ref o {j})")).collect();
+            format!(
+                "{STARTS_LIBRARY}(define (ndvm-see s) [{}])\n(define (ndvm-restart s o) [{} {}])\n",
+                seen.join(" "),
+                from_row.join(" "),
+                kept.join(" ")
+            )
+        };
         format!(
-            "{source}\n{MARKER}\n{LIBRARY}{rhs}\n(+ 0 {})\n",
+            "{source}\n{MARKER}\n{LIBRARY}{rhs}\n{views}(+ 0 {})\n",
             losses.join(" ")
         )
     }
