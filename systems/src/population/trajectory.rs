@@ -404,6 +404,11 @@ impl Trajectories {
         out
     }
 
+    /// Whether the model's starting state is calibrated (hidden states, `fit_start`).
+    fn has_starts(&self) -> bool {
+        !self.hidden.is_empty() || self.fit_start
+    }
+
     /// The name of `state`'s starting value in the `k`-th trajectory (from 0).
     fn start_name(&self, state: &str, k: usize) -> String {
         match self.runs.len() {
@@ -419,7 +424,7 @@ impl Trajectories {
         let common = format!(
             "ndvm-rhs (ref ndvm-times-{i} 0) ndvm-states-{i} (ref ndvm-spread 0) {n} {window}"
         );
-        if self.hidden.is_empty() && !self.fit_start {
+        if !self.has_starts() {
             return format!("(ode-sse {common})");
         }
         let d = self.states.len();
@@ -463,7 +468,7 @@ impl Trajectories {
         }
         let losses: Vec<String> = (0..self.runs.len()).map(|i| self.loss(i, window)).collect();
         // What a model with hidden states shows the data, and starts again from.
-        let views = if self.hidden.is_empty() && !self.fit_start {
+        let views = if !self.has_starts() {
             String::new()
         } else {
             let seen: Vec<String> = (0..d).map(|j| format!("(ref s {j})")).collect();
